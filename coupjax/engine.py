@@ -1,0 +1,525 @@
+"""The Coup engine: `Env.init` and `Env.step`, pure and jit/vmap-able (Pgx v2 style).
+
+Every decision is one `step` by `state.current_player`.  A step runs a fixed chain of
+stages, each gated by a boolean instead of branched, because under `vmap` every branch
+of a `lax.switch` runs anyway::
+
+    decision (declare | react | answer block | reveal | keep | forfeit)
+      -> pay a pending loss -> resolve the main action -> pay the target's loss
+      -> end the turn -> observation, legal mask, rewards
+
+A stage that needs a decision (a 2-card loss, the exchange choice, the next responder)
+sets the phase and `current_player` and switches the later stages off.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import rules as R
+from coupjax.state import MAX_REVEALS, Event, State
+
+RESOLVE_NEXT, END_TURN_NEXT = 1, 0
+
+SEAT_FEATURES = (
+    ("coins", 1), ("hidden", 1), ("alive", 1), ("revealed", R.NUM_ROLES), ("claims", R.NUM_ROLES),
+    ("blocks", R.NUM_ROLES), ("challenges_won", 1), ("challenges_lost", 1), ("renewals", 1),
+)
+NUM_SEAT_FEATURES = sum(size for _, size in SEAT_FEATURES)  # 21
+
+
+def observation_layout(num_players: int) -> dict[str, tuple[int, tuple[int, ...]]]:
+    """Name -> (start index, shape) of each part of the flat observation.
+
+    Seats are relative to the observer (row 0 is the observer, row k the seat k places
+    clockwise).  One-hot blocks are all zero when the thing is absent (-1).
+
+    own_hand [2, 5]     one-hot role of the observer's hidden card at hand index 0 and 1
+    drawn [5]           counts of the 2 cards drawn in the observer's own exchange choice
+    seats [n, 21]       per relative seat: coins, hidden cards, alive, revealed counts per
+                        role [5], claims per role since the hand was renewed [5], blocks
+                        per role since renewal [5], challenges won, challenges lost,
+                        hand renewals (redraws after a proven claim, exchanges)
+    phase [5]           one-hot rules.PHASES
+    main_action [7]     one-hot of the pending main action (rules.MAIN_ACTIONS)
+    actor [n]           one-hot relative seat of the turn's actor
+    target [n]          one-hot relative seat of the target
+    claim [5]           one-hot role claimed by the main action
+    blocker [n]         one-hot relative seat of the blocker
+    block_role [5]      one-hot role claimed by the block
+    turn [1]            turns completed
+    """
+    n = num_players
+    parts = [
+        ("own_hand", (2, R.NUM_ROLES)), ("drawn", (R.NUM_ROLES,)), ("seats", (n, NUM_SEAT_FEATURES)),
+        ("phase", (R.NUM_PHASES,)), ("main_action", (R.NUM_MAIN_ACTIONS,)), ("actor", (n,)),
+        ("target", (n,)), ("claim", (R.NUM_ROLES,)), ("blocker", (n,)), ("block_role", (R.NUM_ROLES,)),
+        ("turn", (1,)),
+    ]
+    layout, start = {}, 0
+    for name, shape in parts:
+        layout[name] = (start, shape)
+        start += int(np.prod(shape))
+    layout["size"] = (start, ())
+    return layout
+
+
+def _one_hot(index, size):
+    """One-hot float32 vector; all zeros for index -1."""
+    return (jnp.arange(size) == index).astype(jnp.float32)
+
+
+def _role_counts(cards):
+    """Counts per role of a card array (-1 ignored) -> int32[5]."""
+    return (cards[..., None] == jnp.arange(R.NUM_ROLES)).sum(axis=tuple(range(cards.ndim))).astype(jnp.int32)
+
+
+class Env:
+    """Coup for ``num_players`` (2..6, static).  Pure functions; wrap them in jit/vmap."""
+
+    def __init__(self, num_players: int = 4):
+        n = R.check_num_players(num_players)
+        self.num_players = n
+        self.layout = R.ActionLayout(n)
+        self.num_actions = self.layout.num_actions
+        self.obs_layout = observation_layout(n)
+        self.observation_shape = (self.obs_layout["size"][0],)
+        lay = self.layout
+        self._main_kind = jnp.asarray(lay.main_kind)
+        self._target_offset = jnp.asarray(lay.target_offset)
+        self._cost = jnp.asarray(R.ACTION_COST)
+        self._claim = jnp.asarray(R.ACTION_CLAIM)
+        self._opens_window = jnp.asarray(R.OPENS_WINDOW)
+        self._blockers = jnp.asarray(R.ACTION_BLOCKERS[:, list(R.BLOCK_ROLES)])  # [7, 4] by block slot
+        self._target_only = jnp.asarray(R.BLOCK_BY_TARGET_ONLY)
+        self._block_roles = jnp.asarray(R.BLOCK_ROLES, jnp.int32)
+        self._gain = jnp.asarray([1, 2, 3, 0, 0, 0, 0], jnp.int32)
+        self._keep_counts = jnp.asarray(R.KEEP_COUNTS)
+        self._keep_size = jnp.asarray(R.KEEP_SIZE)
+        keep_hand = np.full((R.NUM_KEEPS, 2), -1, np.int32)
+        for k, roles in enumerate(R.KEEPS):
+            keep_hand[k, : len(roles)] = roles
+        self._keep_hand = jnp.asarray(keep_hand)
+        self._cards = jnp.repeat(jnp.arange(R.NUM_ROLES, dtype=jnp.int32), R.COPIES_PER_ROLE)
+        self._template = self._fresh_template()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def id(self) -> str:
+        return "coup"
+
+    def init(self, key: jax.Array) -> State:
+        """A fresh match: a uniform deal (Fisher-Yates on 15 cards) onto a constant template."""
+        n = self.num_players
+        cards = self._shuffled_cards(key)
+        hands = cards[: 2 * n].reshape(n, 2)
+        deck_order = cards[2 * n:]  # next card first
+        size = R.DECK_SIZE - 2 * n
+        storage = jnp.full(R.DECK_SIZE, -1, jnp.int32).at[:size].set(deck_order[::-1])
+        s = self._template.replace(_hands=hands, _deck=storage)
+        return s.replace(observation=self._observe(s, s.current_player))
+
+    def step(self, state: State, action: jax.Array, key: jax.Array) -> State:
+        """Apply ``action`` (an id for `state.current_player`); a terminated state is returned unchanged."""
+        new = self._step(state, jnp.asarray(action, jnp.int32), key)
+        done = state.terminated
+        kept = state.replace(rewards=jnp.zeros_like(state.rewards))
+        return jax.tree.map(lambda a, b: jnp.where(done, a, b), kept, new)
+
+    def observe(self, state: State, seat) -> jax.Array:
+        """The observation of any ``seat`` (float32[obs]); depends only on what it can see."""
+        return self._observe(state, jnp.asarray(seat, jnp.int32))
+
+    def placements(self, state: State) -> jax.Array:
+        """Seats in finishing order (int32[n]); meaningful once terminated."""
+        return jnp.argsort(-self._rank_score(state), stable=True).astype(jnp.int32)
+
+    # --------------------------------------------------------------- construction
+    def _fresh_template(self) -> State:
+        n, A = self.num_players, self.num_actions
+        i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
+        s = State(
+            current_player=i32(0), observation=jnp.zeros(self.observation_shape, jnp.float32),
+            rewards=jnp.zeros(n, jnp.float32), terminated=jnp.array(False), truncated=jnp.array(False),
+            legal_action_mask=jnp.zeros(A, bool), _step_count=i32(0), _turn=i32(0), _phase=i32(R.PH_ACTION),
+            _hands=i32(-1, (n, 2)), _revealed=i32(-1, (n, 2)), _coins=i32(R.START_COINS, (n,)),
+            _deck=i32(-1, (R.DECK_SIZE,)), _deck_size=i32(R.DECK_SIZE - 2 * n), _shuffled=jnp.array(False),
+            _drawn=i32(-1, (2,)), _actor=i32(0), _action=i32(-1), _target=i32(-1), _blocker=i32(-1),
+            _block_role=i32(-1), _after_loss=i32(END_TURN_NEXT), _elim_order=i32(-1, (n,)), _num_elim=i32(0),
+            _claims=i32(0, (n, R.NUM_ROLES)), _blocks=i32(0, (n, R.NUM_ROLES)), _challenges_won=i32(0, (n,)),
+            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _event=self._blank_event(),
+        )
+        s = s.replace(_hands=i32(0, (n, 2)))  # any full hands: the legal mask at the start ignores cards
+        s = s.replace(legal_action_mask=self._legal_mask(s))
+        return s.replace(_hands=i32(-1, (n, 2)))
+
+    def _blank_event(self, step=-1, turn=0, seat=0, phase=R.PH_ACTION, action=-1, actor=0, main_action=-1,
+                     target=-1) -> Event:
+        i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
+        return Event(
+            step=i32(step), turn=i32(turn), seat=i32(seat), phase=i32(phase), action=i32(action),
+            forfeit=jnp.array(False), actor=i32(actor), main_action=i32(main_action), target=i32(target),
+            claim_role=i32(-1), challenged_seat=i32(-1), challenged_role=i32(-1), bluff_caught=jnp.array(False),
+            redraw_role=i32(-1), exchange_drawn=i32(-1, (2,)), reveal_seat=i32(-1, (MAX_REVEALS,)),
+            reveal_role=i32(-1, (MAX_REVEALS,)), reveal_index=i32(-1, (MAX_REVEALS,)),
+            eliminated=jnp.zeros(self.num_players, bool), resolved=jnp.array(False),
+            turn_ended=jnp.array(False), game_over=jnp.array(False),
+        )
+
+    def _shuffled_cards(self, key) -> jax.Array:
+        """A uniform permutation of the 15 cards: Fisher-Yates, two swaps per 32-bit word."""
+        words = jax.random.bits(key, (7,), jnp.uint32)
+        cards, idx = self._cards, jnp.arange(R.DECK_SIZE)
+        for step, i in enumerate(range(R.DECK_SIZE - 1, 0, -1)):
+            w = words[step // 2]
+            w = w if step % 2 == 0 else w // jnp.uint32(i + 2)  # the word's second draw
+            j = (w % jnp.uint32(i + 1)).astype(jnp.int32)
+            a, b = cards[i], cards[j]
+            cards = jnp.where(idx == i, b, jnp.where(idx == j, a, cards))
+        return cards
+
+    # --------------------------------------------------------------- the step
+    def _step(self, s: State, action, key) -> State:
+        n, lay = self.num_players, self.layout
+        u = jax.random.bits(key, (3,), jnp.uint32)
+        p, phase = s.current_player, s._phase
+        a = jnp.clip(action, 0, self.num_actions - 1)
+        legal = s.legal_action_mask[a] & (action >= 0) & (action < self.num_actions)
+        forfeit = ~legal
+        s = s.replace(_event=self._blank_event(
+            s._step_count, s._turn, p, phase, action, s._actor, s._action, s._target).replace(forfeit=forfeit))
+
+        in_react, in_answer = phase == R.PH_REACT, phase == R.PH_ANSWER_BLOCK
+        is_pass = legal & (a == lay.reaction + R.PASS)
+        is_challenge = legal & (a == lay.reaction + R.CHALLENGE)
+
+        # ---- forfeit: the sender reveals everything and is out at once
+        s = self._reveal_all(s, forfeit, p)
+        s = self._return_drawn(s, forfeit & (phase == R.PH_EXCHANGE))
+
+        # ---- decisions
+        s, resolve = self._declare(s, legal & (phase == R.PH_ACTION), a)
+        s = self._block(s, legal & in_react & (a >= lay.block) & (a < lay.reveal), a)
+        s = self._reveal(s, legal & (phase == R.PH_LOSE), p, a - lay.reveal)
+        s = self._keep(s, legal & (phase == R.PH_EXCHANGE), a)
+        s, holds, claimant = self._truth_check(s, is_challenge, u[0])
+        # who loses next, and what follows the loss
+        loss_seat = jnp.where(holds, p, claimant)
+        after = jnp.where(holds == in_react, RESOLVE_NEXT, END_TURN_NEXT)
+        refund = is_challenge & in_react & ~holds & (s._action == R.ASSASSINATE)
+        s = s.replace(_coins=s._coins + jnp.where((jnp.arange(n) == s._actor) & refund, R.ACTION_COST[R.ASSASSINATE], 0))
+        # a pass (or a forfeit) in the reaction window hands the floor on
+        advance = in_react & (is_pass | forfeit)
+        nxt, has_next = self._next_alive_after(s, s._actor, p)
+        s = s.replace(current_player=jnp.where(advance & has_next, nxt, s.current_player))
+        resolve = resolve | (advance & ~has_next)
+        after_lose = (phase == R.PH_LOSE)
+        resolve = resolve | (after_lose & (s._after_loss == RESOLVE_NEXT))
+        end = (after_lose & (s._after_loss == END_TURN_NEXT)) | (in_answer & is_pass)
+        end = end | (forfeit & ~in_react & ~after_lose) | (legal & (phase == R.PH_EXCHANGE))
+
+        over = self._over(s)
+        # ---- the loss caused by a challenge
+        s, done_loss = self._pay_loss(s, is_challenge & ~over, loss_seat, after)
+        resolve = (resolve | (done_loss & (after == RESOLVE_NEXT))) & ~self._over(s)
+        end = end | (done_loss & (after == END_TURN_NEXT))
+
+        # ---- resolve the main action
+        s, end_now, target_loss = self._resolve(s, resolve, u[1], u[2])
+        end = end | end_now
+        s, done_loss = self._pay_loss(s, target_loss & ~self._over(s), s._target, END_TURN_NEXT)
+        end = end | done_loss
+
+        # ---- end of turn, end of match
+        over = self._over(s)
+        s, capped = self._end_turn(s, end & ~over)
+        return self._finish(s, over | capped)
+
+    # ------------------------------------------------------------------ stages
+    def _declare(self, s: State, do, a):
+        """Pay the cost; open the reaction window, or resolve at once (income, coup)."""
+        n = self.num_players
+        p = s.current_player
+        kind = self._main_kind[a]
+        off = self._target_offset[a]
+        target = jnp.where(off >= 0, (p + off) % n, -1)
+        claim = self._claim[jnp.clip(kind, 0)]
+        seats = jnp.arange(n)
+        coins = s._coins - jnp.where(do & (seats == p), self._cost[jnp.clip(kind, 0)], 0)
+        claims = s._claims + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == claim) & do)
+        opens = self._opens_window[jnp.clip(kind, 0)]
+        first, _ = self._next_alive_after(s, p, p)
+        ev = s._event
+        s = s.replace(
+            _coins=coins, _claims=claims.astype(jnp.int32),
+            _action=jnp.where(do, kind, s._action), _target=jnp.where(do, target, s._target),
+            _actor=jnp.where(do, p, s._actor),
+            _phase=jnp.where(do & opens, R.PH_REACT, s._phase),
+            current_player=jnp.where(do & opens, first, s.current_player),
+            _event=ev.replace(
+                main_action=jnp.where(do, kind, ev.main_action), target=jnp.where(do, target, ev.target),
+                claim_role=jnp.where(do, claim, ev.claim_role)),
+        )
+        return s, do & ~opens
+
+    def _block(self, s: State, do, a):
+        """The responder claims a blocking role; the actor answers next."""
+        p = s.current_player
+        role = self._block_roles[jnp.clip(a - self.layout.block, 0, 3)]
+        seats = jnp.arange(self.num_players)
+        blocks = s._blocks + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == role) & do)
+        return s.replace(
+            _blocks=blocks.astype(jnp.int32), _blocker=jnp.where(do, p, s._blocker),
+            _block_role=jnp.where(do, role, s._block_role),
+            _phase=jnp.where(do, R.PH_ANSWER_BLOCK, s._phase),
+            current_player=jnp.where(do, s._actor, s.current_player),
+            _event=s._event.replace(claim_role=jnp.where(do, role, s._event.claim_role)),
+        )
+
+    def _truth_check(self, s: State, do, u):
+        """A challenge of the actor's claim (react) or of the block (answer_block).
+
+        Returns (state, claimant held the role, claimant).  A proven card goes into the
+        deck, which is reshuffled, and the claimant draws a replacement into that slot.
+        """
+        n = self.num_players
+        p = s.current_player
+        of_block = s._phase == R.PH_ANSWER_BLOCK
+        claimant = jnp.where(of_block, s._blocker, s._actor)
+        role = jnp.where(of_block, s._block_role, self._claim[jnp.clip(s._action, 0)])
+        hand = s._hands[claimant]
+        holds = do & jnp.any(hand == role)
+        slot = jnp.where(hand[0] == role, 0, 1)
+        s = self._push(s, holds, role)
+        s, card = self._draw(s, holds, u)
+        seats = jnp.arange(n)
+        is_claimant = seats == claimant
+        hands = jnp.where(is_claimant[:, None] & (jnp.arange(2) == slot) & holds, card, s._hands)
+        winner = jnp.where(holds, claimant, p)
+        loser = jnp.where(holds, p, claimant)
+        s = s.replace(
+            _hands=hands,
+            _challenges_won=s._challenges_won + (do & (seats == winner)),
+            _challenges_lost=s._challenges_lost + (do & (seats == loser)),
+        )
+        s = self._renew(s, holds, claimant)
+        ev = s._event
+        s = s.replace(_event=ev.replace(
+            challenged_seat=jnp.where(do, claimant, ev.challenged_seat),
+            challenged_role=jnp.where(do, role, ev.challenged_role),
+            bluff_caught=do & ~holds,
+            redraw_role=jnp.where(holds, card, ev.redraw_role)))
+        return s, holds, claimant
+
+    def _keep(self, s: State, do, a):
+        """The exchanging actor keeps a multiset; the other two cards go back, reshuffled."""
+        k = jnp.clip(a - self.layout.keep, 0, R.NUM_KEEPS - 1)
+        p = s.current_player
+        pool = _role_counts(s._hands[p]) + _role_counts(s._drawn)
+        back = pool - self._keep_counts[k]
+        first = jnp.argmax(back > 0)
+        second = jnp.argmax((back - (jnp.arange(R.NUM_ROLES) == first)) > 0)
+        s = self._push(s, do, first)
+        s = self._push(s, do, second)
+        hands = jnp.where((jnp.arange(self.num_players) == p)[:, None] & do, self._keep_hand[k], s._hands)
+        s = s.replace(_hands=hands, _drawn=jnp.where(do, -1, s._drawn))
+        return self._renew(s, do, p)
+
+    def _return_drawn(self, s: State, do):
+        s = self._push(s, do & (s._drawn[0] >= 0), s._drawn[0])
+        s = self._push(s, do & (s._drawn[1] >= 0), s._drawn[1])
+        return s.replace(_drawn=jnp.where(do, -1, s._drawn))
+
+    def _resolve(self, s: State, do, u1, u2):
+        """The main action takes effect.  Returns (state, turn ends now, target must lose)."""
+        n = self.num_players
+        seats = jnp.arange(n)
+        kind, actor, target = s._action, s._actor, s._target
+        alive = self._alive(s)
+        target_alive = (target >= 0) & alive[jnp.clip(target, 0)]
+        stolen = jnp.where((kind == R.STEAL) & target_alive, jnp.minimum(R.STEAL_AMOUNT, s._coins[jnp.clip(target, 0)]), 0)
+        gain = self._gain[jnp.clip(kind, 0)] + stolen
+        coins = s._coins + jnp.where(do & (seats == actor), gain, 0) - jnp.where(do & (seats == target), stolen, 0)
+        s = s.replace(_coins=coins)
+        exchange = do & (kind == R.EXCHANGE)
+        s, c1 = self._draw(s, exchange, u1)
+        s, c2 = self._draw(s, exchange, u2)
+        drawn = jnp.stack([c1, c2])
+        ev = s._event
+        s = s.replace(
+            _drawn=jnp.where(exchange, drawn, s._drawn),
+            _phase=jnp.where(exchange, R.PH_EXCHANGE, s._phase),
+            current_player=jnp.where(exchange, actor, s.current_player),
+            _event=ev.replace(resolved=ev.resolved | do,
+                              exchange_drawn=jnp.where(exchange, drawn, ev.exchange_drawn)),
+        )
+        hits = (kind == R.COUP) | (kind == R.ASSASSINATE)
+        target_loss = do & hits & target_alive
+        return s, do & ~exchange & ~target_loss, target_loss
+
+    def _pay_loss(self, s: State, do, seat, after):
+        """``seat`` loses one influence: a choice with 2 cards, automatic with 1, nothing with 0.
+
+        Returns (state, the loss is paid and play goes on in this step).
+        """
+        hidden = (s._hands[seat] >= 0).sum()
+        choose = do & (hidden >= 2)
+        s = self._reveal(s, do & (hidden == 1), seat, 0)
+        s = s.replace(
+            _phase=jnp.where(choose, R.PH_LOSE, s._phase),
+            current_player=jnp.where(choose, seat, s.current_player),
+            _after_loss=jnp.where(choose, after, s._after_loss),
+        )
+        return s, do & ~choose
+
+    def _end_turn(self, s: State, do):
+        """Count the turn; stop at the cap, else hand the turn to the next live seat."""
+        turn = s._turn + do
+        capped = do & (turn >= R.TURN_CAP)
+        nxt, _ = self._next_alive_after(s, s._actor, s._actor)
+        go = do & ~capped
+        s = s.replace(
+            _turn=turn, _phase=jnp.where(go, R.PH_ACTION, s._phase),
+            current_player=jnp.where(go, nxt, s.current_player), _actor=jnp.where(go, nxt, s._actor),
+            _action=jnp.where(go, -1, s._action), _target=jnp.where(go, -1, s._target),
+            _blocker=jnp.where(go, -1, s._blocker), _block_role=jnp.where(go, -1, s._block_role),
+            _event=s._event.replace(turn_ended=do),
+        )
+        return s, capped
+
+    def _finish(self, s: State, over) -> State:
+        n = self.num_players
+        winner = self.placements(s)[0]
+        rewards = jnp.where(jnp.arange(n) == winner, 1.0, -1.0 / (n - 1)).astype(jnp.float32)
+        s = s.replace(
+            terminated=over, rewards=jnp.where(over, rewards, 0.0).astype(jnp.float32),
+            _step_count=s._step_count + 1, _event=s._event.replace(game_over=over),
+        )
+        mask = jnp.where(over, True, self._legal_mask(s))
+        return s.replace(legal_action_mask=mask, observation=self._observe(s, s.current_player))
+
+    # ------------------------------------------------------------------ cards
+    def _reveal(self, s: State, do, seat, index):
+        """``seat`` reveals its hidden card at ``index``; the other card moves to index 0."""
+        n = self.num_players
+        seat = jnp.clip(seat, 0, n - 1)
+        index = jnp.clip(index, 0, 1)
+        hand = s._hands[seat]
+        role = hand[index]
+        keep = hand[1 - index]
+        row = (jnp.arange(n) == seat) & do
+        hands = jnp.where(row[:, None], jnp.stack([keep, jnp.int32(-1)]), s._hands)
+        nrev = (s._revealed[seat] >= 0).sum()
+        revealed = jnp.where(row[:, None] & (jnp.arange(2) == nrev), role, s._revealed)
+        out = do & (keep < 0)
+        ev = s._event
+        slot = (jnp.arange(MAX_REVEALS) == (ev.reveal_seat >= 0).sum()) & do
+        return s.replace(
+            _hands=hands, _revealed=revealed,
+            _elim_order=jnp.where(row & out, s._num_elim, s._elim_order), _num_elim=s._num_elim + out,
+            _event=ev.replace(
+                reveal_seat=jnp.where(slot, seat, ev.reveal_seat), reveal_role=jnp.where(slot, role, ev.reveal_role),
+                reveal_index=jnp.where(slot, index, ev.reveal_index), eliminated=ev.eliminated | (row & out)),
+        )
+
+    def _reveal_all(self, s: State, do, seat):
+        s = self._reveal(s, do & (s._hands[seat, 0] >= 0), seat, 0)
+        return self._reveal(s, do & (s._hands[seat, 0] >= 0), seat, 0)
+
+    def _push(self, s: State, do, card):
+        """Put ``card`` into the deck; the deck counts as reshuffled from now on."""
+        idx = jnp.arange(R.DECK_SIZE)
+        return s.replace(
+            _deck=jnp.where(do & (idx == s._deck_size), card, s._deck),
+            _deck_size=s._deck_size + do, _shuffled=s._shuffled | do,
+        )
+
+    def _draw(self, s: State, do, u):
+        """Draw the next card: the top before any reshuffle, a uniform card after one."""
+        size = s._deck_size
+        top = size - 1
+        j = jnp.where(s._shuffled, (u % jnp.maximum(size, 1).astype(jnp.uint32)).astype(jnp.int32), top)
+        card = s._deck[jnp.clip(j, 0)]
+        idx = jnp.arange(R.DECK_SIZE)
+        deck = jnp.where(do & (idx == j), s._deck[jnp.clip(top, 0)], s._deck)
+        deck = jnp.where(do & (idx == top), -1, deck)
+        return s.replace(_deck=deck, _deck_size=size - do), jnp.where(do, card, -1)
+
+    def _renew(self, s: State, do, seat):
+        """A hand changed unseen: its claim record restarts."""
+        row = (jnp.arange(self.num_players) == seat) & do
+        return s.replace(
+            _claims=jnp.where(row[:, None], 0, s._claims), _blocks=jnp.where(row[:, None], 0, s._blocks),
+            _renewals=s._renewals + row,
+        )
+
+    # ------------------------------------------------------------------ derived
+    def _alive(self, s: State):
+        return s._hands[:, 0] >= 0
+
+    def _over(self, s: State):
+        return self._alive(s).sum() <= 1
+
+    def _next_alive_after(self, s: State, actor, seat):
+        """First live seat clockwise after ``seat`` and before coming back round to ``actor``."""
+        n = self.num_players
+        pos = (jnp.arange(n) - actor) % n
+        cand = self._alive(s) & (pos > (seat - actor) % n)
+        first = jnp.min(jnp.where(cand, pos, n))
+        return ((actor + first) % n).astype(jnp.int32), cand.any()
+
+    def _rank_score(self, s: State):
+        """Higher is better: survivors by hidden cards, coins, lower seat; then latest eliminated."""
+        n = self.num_players
+        seats = jnp.arange(n)
+        hidden = (s._hands >= 0).sum(axis=1)
+        alive_score = 1_000_000 + hidden * 10_000 + jnp.clip(s._coins, 0, 99) * 10 + (n - 1 - seats)
+        return jnp.where(hidden > 0, alive_score, s._elim_order).astype(jnp.int32)
+
+    def _legal_mask(self, s: State):
+        n = self.num_players
+        p, phase = s.current_player, s._phase
+        coins = s._coins[p]
+        opponents = self._alive(s)[(p + jnp.arange(n)) % n] & (jnp.arange(n) > 0)
+        in_action = phase == R.PH_ACTION
+        free = in_action & (coins < R.FORCED_COUP_COINS)
+        kind = jnp.clip(s._action, 0)
+        in_react, in_answer = phase == R.PH_REACT, phase == R.PH_ANSWER_BLOCK
+        may_block = in_react & self._blockers[kind] & (~self._target_only[kind] | (p == s._target))
+        pool = _role_counts(s._hands[p]) + _role_counts(s._drawn)
+        hidden = (s._hands[p] >= 0).sum()
+        keeps = ((phase == R.PH_EXCHANGE) & (self._keep_size == hidden)
+                 & jnp.all(self._keep_counts <= pool, axis=1))
+        return jnp.concatenate([
+            jnp.broadcast_to(free, (4,)),
+            in_action & (coins >= R.ACTION_COST[R.COUP]) & opponents,
+            free & (coins >= R.ACTION_COST[R.ASSASSINATE]) & opponents,
+            free & opponents,
+            jnp.stack([in_react | in_answer, (in_react & (self._claim[kind] >= 0)) | in_answer]),
+            may_block,
+            jnp.broadcast_to(phase == R.PH_LOSE, (2,)),
+            keeps,
+        ])
+
+    def _observe(self, s: State, seat) -> jax.Array:
+        n = self.num_players
+        rel = lambda x: jnp.where(x >= 0, (x - seat) % n, -1)  # noqa: E731
+        order = (seat + jnp.arange(n)) % n
+        own = (s._hands[seat][:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
+        sees_drawn = (s._phase == R.PH_EXCHANGE) & (s._actor == seat)
+        drawn = jnp.where(sees_drawn, _role_counts(s._drawn), 0)
+        hidden = (s._hands >= 0).sum(axis=1)
+        revealed = (s._revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
+        seats = jnp.concatenate([
+            s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
+            s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None],
+        ], axis=1)[order]
+        claim = jnp.where(s._action >= 0, self._claim[jnp.clip(s._action, 0)], -1)
+        return jnp.concatenate([
+            own.ravel(), drawn.astype(jnp.float32), seats.ravel().astype(jnp.float32),
+            _one_hot(s._phase, R.NUM_PHASES), _one_hot(s._action, R.NUM_MAIN_ACTIONS),
+            _one_hot(rel(s._actor), n), _one_hot(rel(s._target), n), _one_hot(claim, R.NUM_ROLES),
+            _one_hot(rel(s._blocker), n), _one_hot(s._block_role, R.NUM_ROLES),
+            s._turn[None].astype(jnp.float32),
+        ])
