@@ -351,7 +351,7 @@ class Env:
             _drawn=jnp.where(exchange, drawn, s._drawn),
             _phase=jnp.where(exchange, R.PH_EXCHANGE, s._phase),
             current_player=jnp.where(exchange, actor, s.current_player),
-            _event=ev.replace(resolved=ev.resolved | do,
+            _event=ev.replace(resolved=ev.resolved | (do & (target_alive | (target < 0))),
                               exchange_drawn=jnp.where(exchange, drawn, ev.exchange_drawn)),
         )
         hits = (kind == R.COUP) | (kind == R.ASSASSINATE)
@@ -390,7 +390,7 @@ class Env:
 
     def _finish(self, s: State, over) -> State:
         n = self.num_players
-        winner = self.placements(s)[0]
+        winner = jnp.argmax(self._rank_score(s))
         rewards = jnp.where(jnp.arange(n) == winner, 1.0, -1.0 / (n - 1)).astype(jnp.float32)
         s = s.replace(
             terminated=over, rewards=jnp.where(over, rewards, 0.0).astype(jnp.float32),
@@ -474,7 +474,8 @@ class Env:
         n = self.num_players
         seats = jnp.arange(n)
         hidden = (s._hands >= 0).sum(axis=1)
-        alive_score = 1_000_000 + hidden * 10_000 + jnp.clip(s._coins, 0, 99) * 10 + (n - 1 - seats)
+        coins = jnp.clip(s._coins, 0, (1 << 19) - 1)
+        alive_score = (1 << 30) + (hidden << 27) + (coins << 4) + (n - 1 - seats)  # n <= 6 < 16
         return jnp.where(hidden > 0, alive_score, s._elim_order).astype(jnp.int32)
 
     def _legal_mask(self, s: State):

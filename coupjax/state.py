@@ -41,8 +41,8 @@ class Event:
     reveal_role: jnp.ndarray  # int32 [MAX_REVEALS] the revealed roles (public)
     reveal_index: jnp.ndarray  # int32 [MAX_REVEALS] PRIVATE: hand index each card had
     eliminated: jnp.ndarray  # bool  [n] seats eliminated by this step
-    resolved: jnp.ndarray  # bool  []  the main action took effect in this step
-    turn_ended: jnp.ndarray  # bool  []  the turn ended in this step
+    resolved: jnp.ndarray  # bool  []  the main action took effect in this step (False if its target was already out)
+    turn_ended: jnp.ndarray  # bool  []  the turn ended normally in this step (False when the match ended mid-turn)
     game_over: jnp.ndarray  # bool  []  the match ended in this step
 
 

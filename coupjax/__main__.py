@@ -1,0 +1,3 @@
+from coupjax.cli import main
+
+main()

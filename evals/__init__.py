@@ -1,0 +1,1 @@
+"""Evaluations and benchmarks of coupjax (run each as ``python -m evals.<name>``)."""

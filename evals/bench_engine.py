@@ -1,0 +1,347 @@
+"""Throughput of the JAX engine against the plain-Python reference model.
+
+Run ``python -m evals.bench_engine`` (``--quick`` for a ~1 minute smoke run,
+``--batch-sizes 1,256,4096`` to choose the batches, ``--out FILE.json`` to keep the
+figures).  For every batch size ``B`` it measures, on the default JAX device:
+
+(a) **live steps/s, fresh games.**  ``B`` games from ``vmap(env.init)`` are stepped
+    ``T`` times by a vmapped ``env.step`` inside one jitted ``lax.scan``.  Only steps
+    taken by games that had not terminated count as live (a finished game is still
+    computed, branch-free, but its steps are wasted).  A random 4-player game lasts
+    about 32 steps, so the live share falls as ``T`` grows: the ``live %`` column shows
+    it.  ``T = max(8, min(256, 2**20 // B))`` unless ``--steps`` is given.
+(b) **steps/s and games/s with auto-reset.**  The same loop, but after every step each
+    game that terminated is replaced by a fresh ``env.init(key)`` (``jnp.where`` over
+    the whole state tree), so every step is live.  Calls are chained (each timed call
+    continues from the previous final state) after a warm-up of at least 64 steps, so
+    the figures are for a steady mix of game ages; games/s counts the games finished.
+(c) **the Python baseline**, in the same run: ``tests/reference_model.py``'s ``RefGame``
+    plays complete games (a fresh game each time, its construction included) with
+    uniformly random legal actions from ``random.Random`` for a few seconds.  The table
+    gives JAX / Python ratios of steps/s for (a) and (b) (and of games/s for (b)).
+(d) **bytes of state per game**: the sum of ``nbytes`` over every leaf of one
+    ``env.init`` state, observation and event included.
+
+The policy is a cheap uniform-legal sampler, one batch-wide random draw per step: one
+uniform number per game picks the k-th legal action (``cumsum`` of the mask).  It is
+uniform over the legal actions like ``argmax(where(mask, uniform((B, A)), -1))`` but
+draws ``B`` numbers instead of ``B * A``; that full-width draw costs about a fifth of an
+engine step on a CPU.  ``jax.random.categorical`` is not used.  The engine needs one key
+per game and step; for each batch size the cheaper of ``jax.random.split(k, B)`` and
+``vmap(jax.random.fold_in, (None, 0))(k, arange(B))`` is measured and used (``keys``).
+
+Each jitted function is compiled and run once first (``block_until_ready``), then timed
+over several calls (at least ``--repeats``, and until about a second has been spent);
+the best call is reported.  The final states are returned by the jitted functions and
+kept, so nothing can be optimised away.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import Env
+
+DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
+QUICK_BATCH_SIZES = (1, 16, 256)
+WARMUP_STEPS = 64  # auto-reset runs step at least this far before timing (two game lengths)
+
+
+# ------------------------------------------------------------------ helpers
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def load_ref_game():
+    """``RefGame`` from ``tests/reference_model.py`` (loaded by path: ``tests`` is no package)."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "reference_model.py"
+    spec = importlib.util.spec_from_file_location("_coupjax_reference_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.RefGame
+
+
+def uniform_legal(mask: jax.Array, key: jax.Array) -> jax.Array:
+    """A uniformly random legal action per row of ``mask`` [B, A]: one uniform per game."""
+    count = mask.sum(axis=1, dtype=jnp.int32)
+    u = jax.random.uniform(key, mask.shape[:1])
+    k = jnp.minimum((u * count).astype(jnp.int32), count - 1)  # k-th legal action, 0-based
+    return jnp.argmax(jnp.cumsum(mask, axis=1, dtype=jnp.int32) > k[:, None], axis=1).astype(jnp.int32)
+
+
+def keys_split(key, batch):
+    return jax.random.split(key, batch)
+
+
+def keys_fold_in(key, batch):
+    return jax.vmap(jax.random.fold_in, (None, 0))(key, jnp.arange(batch, dtype=jnp.uint32))
+
+
+KEY_METHODS = {"split": keys_split, "fold_in": keys_fold_in}
+
+
+def _best_of(fn, *args, repeats=3):
+    jax.block_until_ready(fn(*args))
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def pick_key_method(batch: int, iters: int = 32) -> tuple[str, dict]:
+    """Time each way of making ``batch`` per-game keys (inside a scan); return the cheaper."""
+    times = {}
+    for name, derive in KEY_METHODS.items():
+        def run(key, derive=derive):
+            def body(acc, i):
+                keys = derive(jax.random.fold_in(key, i), batch)
+                return acc + jax.random.key_data(keys).sum(dtype=jnp.uint32), None
+            return jax.lax.scan(body, jnp.uint32(0), jnp.arange(iters))[0]
+        times[name] = _best_of(jax.jit(run), jax.random.key(0)) / iters
+    return min(times, key=times.get), times
+
+
+def scan_length(batch: int, quick: bool) -> int:
+    if quick:
+        return max(8, min(32, 2**13 // batch))
+    return max(8, min(256, 2**20 // batch))
+
+
+def _where_tree(done, new, old):
+    def pick(a, b):
+        return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
+    return jax.tree.map(pick, new, old)
+
+
+# ------------------------------------------------------------------ the measured loops
+def make_live(env: Env, batch: int, steps: int, derive):
+    """jit(state, key) -> (final state, live games per step [T])."""
+    step = jax.vmap(env.step)
+
+    def run(state, key):
+        def body(carry, _):
+            s, k = carry
+            k, k_policy, k_step = jax.random.split(k, 3)
+            live = jnp.sum(~s.terminated, dtype=jnp.int32)
+            action = uniform_legal(s.legal_action_mask, k_policy)
+            s = step(s, action, derive(k_step, batch))
+            return (s, k), live
+        (state, _), live = jax.lax.scan(body, (state, key), None, length=steps)
+        return state, live
+
+    return jax.jit(run)
+
+
+def make_autoreset(env: Env, batch: int, steps: int, derive):
+    """jit(state, key) -> (final state, games finished per step [T])."""
+    step, init = jax.vmap(env.step), jax.vmap(env.init)
+
+    def run(state, key):
+        def body(carry, _):
+            s, k = carry
+            k, k_policy, k_step, k_init = jax.random.split(k, 4)
+            action = uniform_legal(s.legal_action_mask, k_policy)
+            s = step(s, action, derive(k_step, batch))
+            done = s.terminated
+            s = _where_tree(done, init(derive(k_init, batch)), s)
+            return (s, k), jnp.sum(done, dtype=jnp.int32)
+        (state, _), finished = jax.lax.scan(body, (state, key), None, length=steps)
+        return state, finished
+
+    return jax.jit(run)
+
+
+def _timed(fn, state, key):
+    t0 = time.perf_counter()
+    out = jax.block_until_ready(fn(state, key))
+    return time.perf_counter() - t0, out
+
+
+def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float, seed: int) -> dict:
+    key_method, key_times = pick_key_method(batch)
+    derive = KEY_METHODS[key_method]
+    root = jax.random.key(seed)
+    init = jax.jit(jax.vmap(env.init))
+    fresh = jax.block_until_ready(init(derive(jax.random.fold_in(root, 0), batch)))
+    max_calls = max(repeats, 200)
+
+    # (a) fresh games, live steps only
+    live_fn = make_live(env, batch, steps, derive)
+    t0 = time.perf_counter()
+    final, live = jax.block_until_ready(live_fn(fresh, jax.random.fold_in(root, 1)))
+    compile_live = time.perf_counter() - t0
+    best, total, calls, live_steps = math.inf, 0.0, 0, 0
+    while calls < max_calls and (calls < repeats or total < min_time):
+        dt, (final, live) = _timed(live_fn, fresh, jax.random.fold_in(root, 100 + calls))
+        if dt < best:
+            best, live_steps = dt, int(np.asarray(live, np.int64).sum())
+        total, calls = total + dt, calls + 1
+    live_result = dict(live_time=best, live_steps=live_steps, live_calls=calls)
+
+    # (b) auto-reset, chained calls from a warmed-up state
+    auto_fn = make_autoreset(env, batch, steps, derive)
+    t0 = time.perf_counter()
+    state, _ = jax.block_until_ready(auto_fn(fresh, jax.random.fold_in(root, 2)))
+    compile_auto = time.perf_counter() - t0
+    for i in range(math.ceil(WARMUP_STEPS / steps) - 1):
+        state, _ = jax.block_until_ready(auto_fn(state, jax.random.fold_in(root, 3 + i)))
+    best, total, calls, games = math.inf, 0.0, 0, 0
+    while calls < max_calls and (calls < repeats or total < min_time):
+        dt, (state, finished) = _timed(auto_fn, state, jax.random.fold_in(root, 10_000 + calls))
+        if dt < best:
+            best, games = dt, int(np.asarray(finished, np.int64).sum())
+        total, calls = total + dt, calls + 1
+    del final, state  # kept alive until here: the results were materialised
+
+    return dict(
+        batch=batch, steps=steps, key_method=key_method,
+        key_us_per_step={k: v * 1e6 for k, v in key_times.items()},
+        live_steps_per_s=live_result["live_steps"] / live_result["live_time"],
+        live_fraction=live_result["live_steps"] / (batch * steps),
+        autoreset_steps_per_s=batch * steps / best,
+        autoreset_games_per_s=games / best,
+        compile_s=compile_live + compile_auto,
+        calls=live_result["live_calls"] + calls,
+    )
+
+
+def bench_python(RefGame, num_players: int, seconds: float, seed: int) -> dict:
+    """Complete random games of the Python model for about ``seconds``."""
+    rng = random.Random(seed)
+    steps = games = 0
+    t0 = time.perf_counter()
+    while True:
+        g = RefGame(num_players, seed=rng.getrandbits(32))
+        while not g.done:
+            g.play(rng.choice(g.legal_actions()))
+            steps += 1
+        games += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            break
+    return dict(python_steps_per_s=steps / elapsed, python_games_per_s=games / elapsed,
+                python_steps_per_game=steps / games, python_games=games)
+
+
+def state_bytes(env: Env) -> tuple[int, int]:
+    s = env.init(jax.random.key(0))
+    return sum(int(x.nbytes) for x in jax.tree.leaves(s)), int(s.observation.nbytes)
+
+
+# ------------------------------------------------------------------ output
+def _fmt(x: float) -> str:
+    if x >= 1e6:
+        return f"{x / 1e6:.2f} M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f} k"
+    return f"{x:.1f}"
+
+
+def print_report(report: dict) -> None:
+    head = (f"coupjax engine throughput - {report['num_players']} players, "
+            f"devices {', '.join(report['devices'])}, jax {report['jax_version']}")
+    py = (f"Python model (RefGame): {_fmt(report['python_steps_per_s'])} steps/s, "
+          f"{_fmt(report['python_games_per_s'])} games/s, "
+          f"{report['python_steps_per_game']:.1f} steps/game")
+    size = (f"state per game: {report['state_bytes_per_game']} bytes "
+            f"(observation {report['observation_bytes']} bytes)")
+    columns = ["batch", "T", "keys", "live steps/s", "live %", "x py", "auto-reset steps/s", "games/s",
+               "x py", "x py games"]
+    rows = [[str(r["batch"]), str(r["steps"]), r["key_method"], _fmt(r["live_steps_per_s"]),
+             f"{100 * r['live_fraction']:.0f}", f"{r['ratio_live']:.2f}", _fmt(r["autoreset_steps_per_s"]),
+             _fmt(r["autoreset_games_per_s"]), f"{r['ratio_autoreset']:.2f}", f"{r['ratio_autoreset_games']:.2f}"]
+            for r in report["results"]]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # plain aligned text
+        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(columns)]
+        print(head)
+        print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+        for row in rows:
+            print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+        print(py)
+        print(size)
+        return
+    table = Table(title=head, caption=f"{py}\n{size}")
+    for c in columns:
+        table.add_column(c, justify="left" if c == "keys" else "right")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(120, len(head) + 4)).print(table)
+
+
+# ------------------------------------------------------------------ main
+def parse_batch_sizes(text: str) -> list[int]:
+    sizes = [int(t) for t in text.replace(" ", ",").split(",") if t]
+    if not sizes or any(b < 1 for b in sizes):
+        raise argparse.ArgumentTypeError(f"batch sizes must be positive integers, got {text!r}")
+    return sizes
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(prog="python -m evals.bench_engine", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch-sizes", type=parse_batch_sizes, default=None,
+                    help=f"comma-separated (default {','.join(map(str, DEFAULT_BATCH_SIZES))}; "
+                         f"--quick: {','.join(map(str, QUICK_BATCH_SIZES))})")
+    ap.add_argument("--quick", action="store_true", help="fast smoke run: small batches, few steps and repeats")
+    ap.add_argument("--num-players", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=None, help="scan length T (default: from the batch size)")
+    ap.add_argument("--repeats", type=int, default=None, help="least timed calls per measurement (default 5, quick 2)")
+    ap.add_argument("--python-seconds", type=float, default=None, help="Python baseline duration (default 3, quick 1)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="also write the figures to this JSON file")
+    args = ap.parse_args(argv)
+
+    batch_sizes = args.batch_sizes or list(QUICK_BATCH_SIZES if args.quick else DEFAULT_BATCH_SIZES)
+    repeats = args.repeats or (2 if args.quick else 5)
+    min_time = 0.2 if args.quick else 1.0
+    py_seconds = args.python_seconds or (1.0 if args.quick else 3.0)
+    env = Env(args.num_players)
+
+    log(f"Python baseline ({py_seconds:g} s) ...")
+    py = bench_python(load_ref_game(), args.num_players, py_seconds, args.seed)
+    total_bytes, obs_bytes = state_bytes(env)
+
+    results = []
+    for batch in batch_sizes:
+        steps = args.steps or scan_length(batch, args.quick)
+        log(f"batch {batch}: T={steps} ...")
+        r = bench_batch(env, batch, steps, repeats, min_time, args.seed)
+        r["ratio_live"] = r["live_steps_per_s"] / py["python_steps_per_s"]
+        r["ratio_autoreset"] = r["autoreset_steps_per_s"] / py["python_steps_per_s"]
+        r["ratio_autoreset_games"] = r["autoreset_games_per_s"] / py["python_games_per_s"]
+        log(f"  keys={r['key_method']} live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
+            f"auto-reset {_fmt(r['autoreset_steps_per_s'])} steps/s (x{r['ratio_autoreset']:.2f}), "
+            f"compile {r['compile_s']:.1f} s")
+        results.append(r)
+
+    report = dict(
+        num_players=args.num_players, devices=[str(d) for d in jax.devices()],
+        backend=jax.default_backend(), jax_version=jax.__version__, python_version=platform.python_version(),
+        state_bytes_per_game=total_bytes, observation_bytes=obs_bytes, quick=args.quick,
+        **py, results=results,
+    )
+    print_report(report)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+        log(f"wrote {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""Policies: information leaks, legal logits, documented rates, no recompilation.
+
+One jitted table runner (the five scripted bots, 2,000 games) serves both the rate
+test (complete games) and the mid-game positions (the same games stopped after a
+random number of decisions), so the engine's while loop compiles once per module.
+"""
+from __future__ import annotations
+
+import time
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax import positions
+from coupjax import rules as R
+from coupjax.engine import Env
+from coupjax import policies as P
+
+NUM_PLAYERS = 4
+NUM_GAMES = 2000
+MAX_STEPS = 3000
+RATE_TOLERANCE = 0.05
+
+
+@pytest.fixture(scope="module")
+def env():
+    return Env(NUM_PLAYERS)
+
+
+@pytest.fixture(scope="module")
+def table(env):
+    """(runner over SCRIPTED_NAMES, uniform seat draw int32[2000, 4])."""
+    names = list(P.SCRIPTED_NAMES)
+    runner = P.make_table_runner(env, [P.make_policy(x, env) for x in names], MAX_STEPS)
+    seats = P.draw_seats(jax.random.PRNGKey(11), {x: 1.0 for x in names}, NUM_GAMES, NUM_PLAYERS)
+    return runner, seats
+
+
+@pytest.fixture(scope="module")
+def full_games(table):
+    runner, seats = table
+    t0 = time.perf_counter()
+    state, stats = runner(jax.random.PRNGKey(12), seats, jnp.full(NUM_GAMES, MAX_STEPS, jnp.int32))
+    jax.block_until_ready(stats)
+    return state, {k: np.asarray(v) for k, v in stats.items()}, time.perf_counter() - t0
+
+
+@pytest.fixture(scope="module")
+def mid_states(table):
+    """Non-terminal positions after a random number (0..150) of decisions, all phases."""
+    runner, seats = table
+    limits = jax.random.randint(jax.random.PRNGKey(13), (NUM_GAMES,), 0, 151)
+    state, _ = runner(jax.random.PRNGKey(14), seats, limits)
+    live = np.flatnonzero(~np.asarray(state.terminated))[:1024]
+    states = jax.tree.map(lambda x: x[live], state)
+    phases = set(np.asarray(states._phase).tolist())
+    assert phases == set(range(R.NUM_PHASES)), f"sample misses phases: {phases}"
+    return states
+
+
+# ------------------------------------------------------------------ re-dealing what the actor cannot see
+def _rehide(env: Env, state, key):
+    """Permute every card the current player cannot see (others' hidden cards, the deck)."""
+    n = env.num_players
+    p = state.current_player
+    idx = jnp.arange(R.DECK_SIZE)
+    size = state._deck_size
+    deck = jnp.where(idx < size, state._deck[jnp.clip(size - 1 - idx, 0)], -1)  # draw order
+    pool = jnp.concatenate([state._hands.ravel(), deck])
+    owner = jnp.concatenate([jnp.repeat(jnp.arange(n), 2), jnp.full(R.DECK_SIZE, -1)])
+    unseen = (pool >= 0) & (owner != p)
+    r = jax.random.uniform(key, pool.shape)
+    src = jnp.argsort(jnp.where(unseen, r, 2.0), stable=True)  # unseen slots, random order
+    dst = jnp.argsort(jnp.where(unseen, 0, 1), stable=True)  # unseen slots, in order
+    new = pool.at[dst].set(pool[src])
+    return positions.replace_hidden(env, state, new[: 2 * n].reshape(n, 2), new[2 * n:])
+
+
+def _policy_batch(env, name):
+    return jax.jit(jax.vmap(P.make_policy(name, env)))
+
+
+@pytest.fixture(scope="module")
+def rehidden(env, mid_states):
+    keys = jax.random.split(jax.random.PRNGKey(21), mid_states.current_player.shape[0])
+    return jax.jit(jax.vmap(lambda s, k: _rehide(env, s, k)))(mid_states, keys)
+
+
+def test_rehide_changes_cards_not_the_view(env, mid_states, rehidden):
+    before, after = np.asarray(mid_states._hands), np.asarray(rehidden._hands)
+    p = np.asarray(mid_states.current_player)
+    rows = np.arange(len(p))
+    np.testing.assert_array_equal(before[rows, p], after[rows, p])  # own hand kept
+    np.testing.assert_array_equal(before >= 0, after >= 0)  # hand sizes kept
+    assert (before != after).any(axis=(1, 2)).mean() > 0.5  # most positions really changed
+    # conservation: hands + deck hold the same multiset of roles
+    for s_old, s_new in ((mid_states, rehidden),):
+        count = lambda s: np.stack([((np.asarray(s._hands) == r).sum((1, 2))  # noqa: E731
+                                     + (np.where(np.arange(15) < np.asarray(s._deck_size)[:, None],
+                                                 np.asarray(s._deck), -1) == r).sum(1)) for r in range(5)])
+        np.testing.assert_array_equal(count(s_old), count(s_new))
+    np.testing.assert_array_equal(np.asarray(mid_states.observation), np.asarray(rehidden.observation))
+    np.testing.assert_array_equal(np.asarray(mid_states.legal_action_mask), np.asarray(rehidden.legal_action_mask))
+
+
+@pytest.mark.parametrize("name", P.policy_names())
+def test_policy_sees_only_its_observation(env, mid_states, rehidden, name):
+    fn = _policy_batch(env, name)
+    keys = jax.random.split(jax.random.PRNGKey(31), mid_states.current_player.shape[0])
+    a = np.asarray(fn(keys, mid_states))
+    b = np.asarray(fn(keys, rehidden))
+    np.testing.assert_array_equal(np.asarray(mid_states.observation), np.asarray(rehidden.observation))
+    np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", P.policy_names())
+def test_logits_are_minus_inf_exactly_on_illegal(env, mid_states, name):
+    init = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(41), 64))
+    fn = _policy_batch(env, name)
+    for states in (mid_states, init):
+        mask = np.asarray(states.legal_action_mask)
+        keys = jax.random.split(jax.random.PRNGKey(42), mask.shape[0])
+        logits = np.asarray(fn(keys, states))
+        assert logits.dtype == np.float32 and logits.shape == mask.shape
+        assert not np.isnan(logits).any()
+        np.testing.assert_array_equal(np.isneginf(logits), ~mask)
+        assert (np.isfinite(logits) & mask).any(axis=1).all()
+        assert not np.isposinf(logits).any()
+
+
+def test_rates_match_table(full_games, table, env):
+    _, stats, seconds = full_games
+    _, seats = table
+    seats = np.asarray(seats)
+    assert stats["finished"].all()
+    wins = stats["wins"].sum(axis=1)
+    np.testing.assert_array_equal(wins, 1)
+    print(f"\n2,000 games (4 players): {seconds:.1f} s including compilation")
+    for i, name in enumerate(P.SCRIPTED_NAMES):
+        sel = seats == i
+        bluff = stats["bluffs"][sel].sum() / stats["bluff_opportunities"][sel].sum()
+        chal = stats["challenges"][sel].sum() / stats["challenge_opportunities"][sel].sum()
+        assert stats["bluff_opportunities"][sel].sum() > 1000 and stats["challenge_opportunities"][sel].sum() > 1000
+        want = P.SCRIPTED_RATES[name]
+        print(f"{name:10s} bluff {bluff:.4f} (table {want['bluff']})  challenge {chal:.4f} (table {want['challenge']})")
+        assert abs(bluff - want["bluff"]) <= RATE_TOLERANCE, (name, bluff)
+        assert abs(chal - want["challenge"]) <= RATE_TOLERANCE, (name, chal)
+    honest = seats == P.SCRIPTED_NAMES.index("honest")
+    assert stats["bluffs"][honest].sum() == 0
+
+
+def test_no_recompilation(env, mid_states):
+    chex.clear_trace_counter()
+    batch = 64
+    for name in P.policy_names():
+        batched = jax.vmap(P.make_policy(name, env))
+        fn = jax.jit(chex.assert_max_traces(lambda k, s, f=batched: f(k, s), n=1))
+        for i in range(4):
+            states = jax.tree.map(lambda x: x[i * batch:(i + 1) * batch], mid_states)
+            keys = jax.random.split(jax.random.PRNGKey(i), batch)
+            jax.block_until_ready(fn(keys, states))
+
+
+# ------------------------------------------------------------------ registry, seats, runner
+def test_registry(env):
+    names = P.policy_names()
+    assert set(P.SCRIPTED_NAMES) <= set(names)
+    docs = P.describe_policies()
+    assert set(docs) == set(names) and all(isinstance(d, str) and d.endswith(".") for d in docs.values())
+    assert set(P.SCRIPTED_RATES) == set(P.SCRIPTED_NAMES)
+    with pytest.raises(KeyError):
+        P.make_policy("no-such-policy", env)
+    with pytest.raises(TypeError):
+        P.make_policy("honest", env, bogus=1)
+    with pytest.raises(ValueError):
+        P.register_policy("random", "dup.")(lambda env: None)
+
+
+def test_draw_seats():
+    for cond, mix in P.CONDITIONS.items():
+        assert abs(sum(mix.values()) - 1.0) < 1e-9
+        seats = np.asarray(P.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
+        assert seats.shape == (5000, 4) and seats.dtype == np.int32
+        for name, w in mix.items():
+            share = (seats == P.SCRIPTED_NAMES.index(name)).mean()
+            assert abs(share - w) < 0.02, (cond, name, share)
+    with pytest.raises(ValueError):
+        P.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
+
+
+def test_bot_choices_on_positions():
+    """Spot checks of the scripted logic on explicit positions."""
+    env = Env(4)
+    D, A, C, AM, CO = range(5)
+    deck = [D, A, C, AM, CO, CO, C]
+    honest = P.make_policy("honest", env)
+    # honest with duke+captain at 2 coins: tax with probability 0.8, never assassinate
+    s = positions.make_position(env, [[D, C], [A, A], [AM, AM], [CO, D]], deck)
+    probs = np.exp(np.asarray(honest(jax.random.PRNGKey(0), s)))
+    assert probs[2] == pytest.approx(0.8, abs=1e-5)
+    assert probs[3] < 1e-20  # exchange would be a bluff
+    # honest with 7 coins: coup
+    s = positions.make_position(env, [[D, C], [A, A], [AM, AM], [CO, D]], deck, coins=[7, 2, 2, 2])
+    probs = np.exp(np.asarray(honest(jax.random.PRNGKey(0), s)))
+    assert probs[env.layout.coup:env.layout.coup + 4].sum() == pytest.approx(0.8, abs=1e-5)
+    # aggressive targets the leader (seat 2: most coins)
+    aggr = P.make_policy("aggressive", env)
+    s = positions.make_position(env, [[CO, CO], [A, A], [AM, AM], [C, D]], deck, coins=[7, 2, 5, 2])
+    probs = np.exp(np.asarray(aggr(jax.random.PRNGKey(0), s)))
+    coup = probs[env.layout.coup:env.layout.coup + 4]
+    assert coup[2] > 0.5 and coup[1] < 1e-20 and coup[3] < 1e-20
+    # a bluff is possible: the aggressive bot bluffs with probability 0.25
+    bl = np.asarray(P.bluff_actions(env, s.observation, s.legal_action_mask))
+    assert probs[bl].sum() == pytest.approx(0.25, abs=1e-5)
+
+
+def test_run_games_small(env):
+    state, stats = P.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
+    assert np.asarray(state.terminated).all()
+    assert np.asarray(stats["wins"]).sum() == 8
+    assert np.asarray(stats["bluffs"])[:, 0].sum() == 0
+    assert set(stats) >= set(P.STAT_NAMES)
