@@ -21,10 +21,11 @@ Hands are multisets indexed by ``HANDS`` (H = 21): 0 = empty, 1..5 = one card of
 
 Computation: the weight factorises over opponents except for the shared term
 ``1 / prod_r d_r!``, which depends only on the running role counts of the hands so far.
-Those counts are bounded by 3 per role, so an exact forward-backward pass over the
-4**5 = 1024 count vectors (log space) gives the exact marginals for EVERY table size
-(2..6 players) in O(opponents * 21 * 1024) per observation, with no enumeration of the
-15**(n-1) joint hand combinations and no importance sampling.  The same backward
+Those counts are at most 3 per role and sum to at most 2k after k opponents, so an
+exact forward-backward pass (log space, so extreme claim counts cannot underflow) over
+those count vectors (static layers of 1, 21, 121, 357, 667, 903 vectors) gives the exact
+marginals for EVERY table size (2..6 players), with no enumeration of the 15**(n-1)
+joint hand combinations and no importance sampling.  The same backward
 messages give exact ancestral sampling of joint worlds (`sample_worlds`).  For n <= 4
 `joint_posterior` also enumerates the joint table explicitly (15**(n-1) <= 3375 rows,
 static NumPy tables), which the tests use as a cross-check.
@@ -68,19 +69,40 @@ OPTION_HAND[1, :5] = np.arange(1, 6)
 OPTION_HAND[2, :] = np.arange(6, 21)
 
 # ---------------------------------------------------------------- count-vector state space
-_BASE = R.COPIES_PER_ROLE + 1  # running counts 0..3 per role
-NUM_STATES = _BASE ** R.NUM_ROLES  # 1024
-STATE_COUNTS = np.array(
-    [[(s // _BASE ** r) % _BASE for r in range(R.NUM_ROLES)] for s in range(NUM_STATES)], np.int32)
-_HAND_OFFSET = (HAND_COUNTS * (_BASE ** np.arange(R.NUM_ROLES))).sum(axis=1)
-# S -> S + c_h (valid when every count stays <= 3) and S' -> S' - c_h (valid when >= 0)
-_UP_OK = np.all(STATE_COUNTS[None, :, :] + HAND_COUNTS[:, None, :] < _BASE, axis=2)  # [H, S]
-_UP_IDX = np.where(_UP_OK, np.arange(NUM_STATES)[None, :] + _HAND_OFFSET[:, None], 0).astype(np.int32)
-_DOWN_OK = np.all(STATE_COUNTS[None, :, :] >= HAND_COUNTS[:, None, :], axis=2)
-_DOWN_IDX = np.where(_DOWN_OK, np.arange(NUM_STATES)[None, :] - _HAND_OFFSET[:, None], 0).astype(np.int32)
-_UP_LOGMASK = np.where(_UP_OK, 0.0, -np.inf).astype(np.float32)
-_DOWN_LOGMASK = np.where(_DOWN_OK, 0.0, -np.inf).astype(np.float32)
+# Layer k holds every running count vector S (cards held by opponents 1..k, per role)
+# with S_r <= 3 and sum(S) <= 2k: sizes 1, 21, 121, 357, 667, 903 for k = 0..5.
 _LOG_FACT = np.array([math.lgamma(k + 1) for k in range(R.COPIES_PER_ROLE + 1)], np.float32)
+_ALL_COUNTS = np.array(list(itertools.product(range(R.COPIES_PER_ROLE + 1), repeat=R.NUM_ROLES)), np.int32)
+LAYERS = tuple(_ALL_COUNTS[_ALL_COUNTS.sum(axis=1) <= 2 * k] for k in range(R.MAX_PLAYERS))
+
+
+def _layer_links(k):
+    """Static links between layers k-1 and k (k >= 1).
+
+    up[h, i]: index in layer k of LAYERS[k-1][i] + c_h (up_mask 0, or -inf if a count
+    would exceed 3); down[h, j]: index in layer k-1 of LAYERS[k][j] - c_h (down_mask 0,
+    or -inf if negative or outside layer k-1).
+    """
+    lo, hi = LAYERS[k - 1], LAYERS[k]
+    where_hi = {tuple(s): j for j, s in enumerate(hi)}
+    where_lo = {tuple(s): i for i, s in enumerate(lo)}
+    up = np.zeros((NUM_HANDS, len(lo)), np.int32)
+    up_mask = np.full((NUM_HANDS, len(lo)), -np.inf, np.float32)
+    down = np.zeros((NUM_HANDS, len(hi)), np.int32)
+    down_mask = np.full((NUM_HANDS, len(hi)), -np.inf, np.float32)
+    for h in range(NUM_HANDS):
+        for i, s in enumerate(lo):
+            j = where_hi.get(tuple(s + HAND_COUNTS[h]))
+            if j is not None:
+                up[h, i], up_mask[h, i] = j, 0.0
+        for j, s in enumerate(hi):
+            i = where_lo.get(tuple(s - HAND_COUNTS[h]))
+            if i is not None:
+                down[h, j], down_mask[h, j] = i, 0.0
+    return up, up_mask, down, down_mask
+
+
+LINKS = (None,) + tuple(_layer_links(k) for k in range(1, R.MAX_PLAYERS))
 
 EXACT_JOINT_MAX_PLAYERS = 4
 
@@ -128,59 +150,52 @@ def _seat_log_weights(p, params: PosteriorParams):
     loglik = per_role_h @ has.T + per_role_b @ (1.0 - has).T  # [n, H]
     size_ok = jnp.asarray(HAND_SIZES)[None, :] == p["hidden"][:, None]
     count_ok = jnp.all(jnp.asarray(HAND_COUNTS)[None, :, :] <= p["unseen"][None, None, :], axis=2)
-    return jnp.where(size_ok & count_ok, jnp.asarray(HAND_LOG_MULT)[None, :] + loglik, -jnp.inf)
+    logw = jnp.where(size_ok & count_ok, jnp.asarray(HAND_LOG_MULT)[None, :] + loglik, -jnp.inf)
+    top = jnp.max(logw, axis=1, keepdims=True)  # a constant per seat: keeps magnitudes small
+    return logw - jnp.where(jnp.isfinite(top), top, 0.0)
 
 
-def _rest_log_weight(p):
-    """f32[S]: log 1/prod_r (u_r - S_r)! for the cards left outside opponents' hands."""
-    d = p["unseen"][None, :] - jnp.asarray(STATE_COUNTS)  # [S, 5]
-    ok = jnp.all(d >= 0, axis=1)
+def _rest_log_weight(p, k):
+    """f32[|layer k|]: log 1/prod_r (u_r - S_r)! for the unseen cards outside the
+    opponents' hands (-inf where S uses more copies than are unseen)."""
+    d = p["unseen"][None, :] - jnp.asarray(LAYERS[k])
     lf = jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1)
-    return jnp.where(ok, -lf, -jnp.inf)
+    return jnp.where(jnp.all(d >= 0, axis=1), -lf, -jnp.inf)
 
 
-_GRID = (_BASE,) * R.NUM_ROLES
-
-
-def _shift(x, counts, up: bool):
-    """x[..., S] (flat count vector S) -> x[..., S + c] (up) or x[..., S - c] (down),
-    -inf where that leaves 0..3.  Static slicing and padding: cheap under vmap."""
-    g = x.reshape(x.shape[:-1] + _GRID)  # C order: grid axis i is role 4 - i
-    counts = np.asarray(counts)[::-1]
-    lead = [(0, 0)] * (x.ndim - 1)
-    if up:
-        sl = tuple(slice(int(c), None) for c in counts)
-        pad = [(0, int(c)) for c in counts]
-    else:
-        sl = tuple(slice(0, _BASE - int(c)) for c in counts)
-        pad = [(int(c), 0) for c in counts]
-    g = jnp.pad(g[(Ellipsis,) + sl], lead + pad, constant_values=-jnp.inf)
-    return g.reshape(x.shape)
-
-
-def _combine(logw_k, msg, up: bool):
-    """f32[H, S]: logw_k[h] + msg[S + c_h] (up) or msg[S - c_h] (down)."""
-    shifted = jnp.stack([_shift(msg, HAND_COUNTS[h], up) for h in range(NUM_HANDS)])
-    return logw_k[:, None] + shifted
+def _up(logw_k, msg_k, k):
+    """f32[H, |layer k-1|]: logw_k[h] + msg_k[S + c_h] for S in layer k-1."""
+    up, up_mask, _, _ = LINKS[k]
+    return logw_k[:, None] + msg_k[jnp.asarray(up)] + jnp.asarray(up_mask)
 
 
 def _messages(p, params, num_players):
-    """Forward/backward log messages over running count vectors.
+    """Forward/backward log messages over running count vectors (layer k for step k).
 
-    alpha[k][S]: log weight of opponents 1..k holding S in total (alpha[0] = delta_0);
-    beta[k][S]: log weight of completing opponents k+1..m and the rest from S.
-    Returns (logw [n, H], alpha list, beta list), both lists indexed 0..m.
+    alpha[k][S]: log weight of opponents 1..k holding S in total (alpha[0] = [0]);
+    beta[k][S]: log weight of completing opponents k+1..m and the rest from S
+    (beta[0][0] is the log of the total weight).  Returns (logw [n, H], alpha, beta),
+    the lists indexed 0..m (alpha[m] is not computed).
     """
     m = num_players - 1
     logw = _seat_log_weights(p, params)
     beta = [None] * (m + 1)
-    beta[m] = _rest_log_weight(p)
+    beta[m] = _rest_log_weight(p, m)
     for k in range(m, 0, -1):
-        beta[k - 1] = logsumexp(_combine(logw[k], beta[k], up=True), axis=0)
-    alpha = [jnp.where(jnp.arange(NUM_STATES) == 0, 0.0, -jnp.inf).astype(jnp.float32)]
+        beta[k - 1] = logsumexp(_up(logw[k], beta[k], k), axis=0)
+    alpha = [jnp.zeros(1, jnp.float32)]
     for k in range(1, m):
-        alpha.append(logsumexp(_combine(logw[k], alpha[k - 1], up=False), axis=0))
+        _, _, down, down_mask = LINKS[k]
+        alpha.append(logsumexp(logw[k][:, None] + alpha[k - 1][jnp.asarray(down)] + jnp.asarray(down_mask), axis=0))
     return logw, alpha, beta
+
+
+def _normalise(logits):
+    """exp-normalise log weights to probabilities summing to 1 (all 0 if all are -inf)."""
+    top = jnp.max(logits)
+    ok = jnp.isfinite(top)
+    e = jnp.exp(logits - jnp.where(ok, top, 0.0))
+    return jnp.where(ok, e / jnp.where(ok, e.sum(), 1.0), 0.0)
 
 
 def _own_hand_index(p):
@@ -193,10 +208,9 @@ def _hand_probs(p, params, num_players):
     logw, alpha, beta = _messages(p, params, num_players)
     rows = [jax.nn.one_hot(_own_hand_index(p), NUM_HANDS, dtype=jnp.float32)]
     for k in range(1, num_players):
-        lm = logsumexp(alpha[k - 1][None, :] + _combine(logw[k], beta[k], up=True), axis=1)
-        z = logsumexp(lm)
-        rows.append(jnp.where(jnp.isfinite(z), jnp.exp(lm - jnp.where(jnp.isfinite(z), z, 0.0)), 0.0))
-    return jnp.stack(rows), beta[0][0]
+        lm = logsumexp(alpha[k - 1][None, :] + _up(logw[k], beta[k], k), axis=1)
+        rows.append(_normalise(lm))
+    return jnp.stack(rows), jnp.isfinite(beta[0][0])
 
 
 # ---------------------------------------------------------------- public API
@@ -205,17 +219,18 @@ def exact_posterior(obs, num_players: int, params: PosteriorParams = PosteriorPa
 
     Returns ``hand_probs`` f32[n, 21] (P(relative seat holds hand multiset `HANDS[h]`);
     row 0 is the observer's own hand, one-hot), ``role_marginals`` f32[n, 5] (P(seat
-    holds at least one card of role r)), ``expected_counts`` f32[n, 5] (expected copies
-    of r in the seat's hand) and ``log_evidence`` f32[] (log of the unnormalised total
-    weight; -inf if the observation is inconsistent with the model, all probs then 0).
+    holds at least one card of role r; row 0 is then 1 for the observer's own roles and
+    0 otherwise)), ``expected_counts`` f32[n, 5] (expected copies of r in the seat's
+    hand) and ``consistent`` bool[] (False if no deal fits the observation, which an
+    engine observation never does; the opponent rows are then all 0).
     """
     p = parse_observation(obs, num_players)
-    hand_probs, log_z = _hand_probs(p, params, num_players)
+    hand_probs, consistent = _hand_probs(p, params, num_players)
     return {
         "hand_probs": hand_probs,
         "role_marginals": hand_probs @ jnp.asarray(HAND_HAS),
         "expected_counts": hand_probs @ jnp.asarray(HAND_COUNTS, jnp.float32),
-        "log_evidence": log_z,
+        "consistent": consistent,
     }
 
 
@@ -251,9 +266,7 @@ def joint_posterior(obs, num_players: int, params: PosteriorParams = PosteriorPa
     d = p["unseen"][None, :] - counts
     rest = jnp.where(jnp.all(d >= 0, axis=1),
                      -jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1), -jnp.inf)
-    logits = jnp.where(valid, lw + rest, -jnp.inf)
-    z = logsumexp(logits)
-    probs = jnp.where(jnp.isfinite(z), jnp.exp(logits - jnp.where(jnp.isfinite(z), z, 0.0)), 0.0)
+    probs = _normalise(jnp.where(valid, lw + rest, -jnp.inf))
     own = jnp.broadcast_to(_own_hand_index(p), (combos.shape[0], 1))
     return {"hands": jnp.concatenate([own, safe], axis=1).astype(jnp.int32), "probs": probs}
 
@@ -264,6 +277,16 @@ def _cards_from_counts(counts, size):
     j = jnp.arange(size)
     role = (j[:, None] >= cum[None, :]).sum(axis=1)
     return jnp.where(j < cum[-1], role, -1).astype(jnp.int32)
+
+
+def _shuffle(cards, keys):
+    """The valid cards (>= 0) in the uniformly random order given by ``keys`` (iid
+    uniforms), -1 padding kept at the end.  Ranks by pairwise comparison (no sort)."""
+    i = jnp.arange(cards.shape[0])
+    keys = jnp.where(cards >= 0, keys, 2.0 + i)
+    before = (keys[None, :] < keys[:, None]) | ((keys[None, :] == keys[:, None]) & (i[None, :] < i[:, None]))
+    rank = before.sum(axis=1)
+    return jnp.where(rank[:, None] == i[None, :], cards[:, None], 0).sum(axis=0).astype(jnp.int32)
 
 
 def sample_worlds(key, obs, num_players: int, num_worlds: int, params: PosteriorParams = PosteriorParams()) -> Worlds:
@@ -278,31 +301,35 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
     n = num_players
     p = parse_observation(obs, n)
     logw, _, beta = _messages(p, params, n)
-    up_idx, up_mask = jnp.asarray(_UP_IDX), jnp.asarray(_UP_LOGMASK)
     own_drawn = _cards_from_counts(p["drawn"], 2)
     exchanger_draws = p["other_drawn"] > 0
 
-    def one(k):
-        keys = jax.random.split(k, 2 * n + 1)
-        state = jnp.int32(0)
+    width = (n - 1) * (NUM_HANDS + 1)
+    # one uniform draw for everything (a single threefry kernel): per world, Gumbel noise
+    # for the n-1 hand choices, n-1 pair-order coins, and 15 sort keys for the deck order
+    uniforms = jax.random.uniform(key, (num_worlds, width + R.DECK_SIZE), minval=1e-12, maxval=1.0)
+
+    def one(row):
+        u = row[:width].reshape(n - 1, NUM_HANDS + 1)
+        state = jnp.int32(0)  # index of the running counts in layer s - 1
         rows = [p["own_cards"]]
         for s in range(1, n):
-            logits = logw[s] + beta[s][up_idx[:, state]] + up_mask[:, state]
-            h = jax.random.categorical(keys[2 * s], logits)
-            state = up_idx[h, state]
+            up, up_mask, _, _ = LINKS[s]
+            up_col = jnp.asarray(up)[:, state]
+            logits = logw[s] + beta[s][up_col] + jnp.asarray(up_mask)[:, state]
+            h = jnp.argmax(logits - jnp.log(-jnp.log(u[s - 1, :NUM_HANDS])))  # Gumbel-max
+            state = up_col[h]
             cards = jnp.asarray(HAND_CARDS)[h]
-            swap = (jnp.asarray(HAND_SIZES)[h] == 2) & jax.random.bernoulli(keys[2 * s + 1])
+            swap = (jnp.asarray(HAND_SIZES)[h] == 2) & (u[s - 1, NUM_HANDS] < 0.5)
             rows.append(jnp.where(swap, cards[::-1], cards))
-        left = p["unseen"] - jnp.asarray(STATE_COUNTS)[state]
-        ordered = _cards_from_counts(left, R.DECK_SIZE)
-        u = jax.random.uniform(keys[0], (R.DECK_SIZE,))
-        shuffled = ordered[jnp.argsort(jnp.where(ordered >= 0, u, 2.0))]
+        left = p["unseen"] - jnp.asarray(LAYERS[n - 1])[state]
+        shuffled = _shuffle(_cards_from_counts(left, R.DECK_SIZE), row[width:])
         pad = jnp.full(2, -1, jnp.int32)
         deck = jnp.where(exchanger_draws, jnp.concatenate([shuffled[2:], pad]), shuffled)
         drawn = jnp.where(exchanger_draws, shuffled[:2], jnp.where(p["exchanger"] == 0, own_drawn, pad))
         return jnp.stack(rows).astype(jnp.int32), deck.astype(jnp.int32), drawn.astype(jnp.int32)
 
-    hands, deck, drawn = jax.vmap(one)(jax.random.split(key, num_worlds))
+    hands, deck, drawn = jax.vmap(one)(uniforms)
     return Worlds(hands, deck, drawn)
 
 
