@@ -102,6 +102,7 @@ class Env:
             keep_hand[k, : len(roles)] = roles
         self._keep_hand = jnp.asarray(keep_hand)
         self._cards = jnp.repeat(jnp.arange(R.NUM_ROLES, dtype=jnp.int32), R.COPIES_PER_ROLE)
+        self._deal_words = self.num_players  # two swaps per word, 2n swaps
         self._template = self._fresh_template()
 
     # ------------------------------------------------------------------ public API
@@ -110,22 +111,50 @@ class Env:
         return "coup"
 
     def init(self, key: jax.Array) -> State:
-        """A fresh match: a uniform deal (Fisher-Yates on 15 cards) onto a constant template."""
+        """A fresh match: a uniform deal onto a constant template (cheap: it runs every
+        step under auto-reset).
+
+        Only the hands are dealt (a partial Fisher-Yates); the deck's order is uniformly
+        random, so the deck starts out "shuffled": each draw takes a uniform card, which
+        has the same distribution as drawing the top of a uniformly shuffled deck.
+        """
+        s = self._fresh(jax.random.bits(key, (self._deal_words,), jnp.uint32))
+        own = (s._hands[0][:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32).ravel()
+        start, _ = self.obs_layout["own_hand"]
+        return s.replace(observation=s.observation.at[start:start + own.size].set(own))
+
+    def step_autoreset(self, state: State, action: jax.Array, key: jax.Array) -> State:
+        """`step`, then a fresh match wherever the match ended (Pgx's ``auto_reset``).
+
+        Where a match ended, the returned state is a new match whose ``terminated`` and
+        ``rewards`` still report the one that ended (so a learner sees the result); the
+        next call plays on in the new match.  The input's ``terminated`` flag is ignored.
+        Fused for speed: one select against the constant template, views derived once.
+        """
+        u = jax.random.bits(key, (3 + self._deal_words,), jnp.uint32)
+        new = self._step(state, jnp.asarray(action, jnp.int32), u[:3])
+        fresh = self._fresh(u[3:]).replace(terminated=new.terminated, rewards=new.rewards)
+        s = jax.tree.map(lambda a, b: jnp.where(new.terminated, a, b), fresh, new)
+        mask = self._legal_mask(s)
+        return s.replace(legal_action_mask=mask, observation=self._observe(s, s.current_player))
+
+    def _fresh(self, words) -> State:
+        """The template with dealt hands and deck (no observation filled in)."""
         n = self.num_players
-        cards = self._shuffled_cards(key)
+        cards = self._dealt_cards(words)
         hands = cards[: 2 * n].reshape(n, 2)
-        deck_order = cards[2 * n:]  # next card first
-        size = R.DECK_SIZE - 2 * n
-        storage = jnp.full(R.DECK_SIZE, -1, jnp.int32).at[:size].set(deck_order[::-1])
-        s = self._template.replace(_hands=hands, _deck=storage)
-        return s.replace(observation=self._observe(s, s.current_player))
+        storage = jnp.where(jnp.arange(R.DECK_SIZE) < R.DECK_SIZE - 2 * n, cards[::-1], -1)
+        return self._template.replace(_hands=hands, _deck=storage, _shuffled=jnp.array(True))
 
     def step(self, state: State, action: jax.Array, key: jax.Array) -> State:
         """Apply ``action`` (an id for `state.current_player`); a terminated state is returned unchanged."""
-        new = self._step(state, jnp.asarray(action, jnp.int32), key)
+        new = self._step(state, jnp.asarray(action, jnp.int32), jax.random.bits(key, (3,), jnp.uint32))
         done = state.terminated
         kept = state.replace(rewards=jnp.zeros_like(state.rewards))
-        return jax.tree.map(lambda a, b: jnp.where(done, a, b), kept, new)
+        # Select first, then derive the mask and observation once (they are functions of
+        # the rest of the state): half the cost of a step at large batch sizes.
+        s = jax.tree.map(lambda a, b: jnp.where(done, a, b), kept, new)
+        return self._with_views(s)
 
     def observe(self, state: State, seat) -> jax.Array:
         """The observation of any ``seat`` (float32[obs]); depends only on what it can see."""
@@ -152,7 +181,9 @@ class Env:
         )
         s = s.replace(_hands=i32(0, (n, 2)))  # any full hands: the legal mask at the start ignores cards
         s = s.replace(legal_action_mask=self._legal_mask(s))
-        return s.replace(_hands=i32(-1, (n, 2)))
+        s = s.replace(observation=self._observe(s, s.current_player))
+        start, shape = self.obs_layout["own_hand"]  # init fills in the observer's own cards
+        return s.replace(_hands=i32(-1, (n, 2)), observation=s.observation.at[start:start + 10].set(0.0))
 
     def _blank_event(self, step=-1, turn=0, seat=0, phase=R.PH_ACTION, action=-1, actor=0, main_action=-1,
                      target=-1) -> Event:
@@ -167,22 +198,26 @@ class Env:
             turn_ended=jnp.array(False), game_over=jnp.array(False),
         )
 
-    def _shuffled_cards(self, key) -> jax.Array:
-        """A uniform permutation of the 15 cards: Fisher-Yates, two swaps per 32-bit word."""
-        words = jax.random.bits(key, (7,), jnp.uint32)
+    def _dealt_cards(self, words) -> jax.Array:
+        """The 15 cards with a uniform random choice in the first 2n places (the hands).
+
+        A partial Fisher-Yates (position i swaps with a uniform j >= i), two swaps per
+        32-bit word (bias below 1e-7); the remaining places hold the rest in some order.
+        """
+        deal = 2 * self.num_players
         cards, idx = self._cards, jnp.arange(R.DECK_SIZE)
-        for step, i in enumerate(range(R.DECK_SIZE - 1, 0, -1)):
-            w = words[step // 2]
-            w = w if step % 2 == 0 else w // jnp.uint32(i + 2)  # the word's second draw
-            j = (w % jnp.uint32(i + 1)).astype(jnp.int32)
+        for i in range(deal):
+            w = words[i // 2]
+            w = w if i % 2 == 0 else w // jnp.uint32(R.DECK_SIZE - i + 1)  # the word's second draw
+            j = i + (w % jnp.uint32(R.DECK_SIZE - i)).astype(jnp.int32)
             a, b = cards[i], cards[j]
             cards = jnp.where(idx == i, b, jnp.where(idx == j, a, cards))
         return cards
 
     # --------------------------------------------------------------- the step
-    def _step(self, s: State, action, key) -> State:
+    def _step(self, s: State, action, u) -> State:
+        """The chain of stages; ``u``: three random uint32 words for draws."""
         n, lay = self.num_players, self.layout
-        u = jax.random.bits(key, (3,), jnp.uint32)
         p, phase = s.current_player, s._phase
         a = jnp.clip(action, 0, self.num_actions - 1)
         legal = s.legal_action_mask[a] & (action >= 0) & (action < self.num_actions)
@@ -320,15 +355,13 @@ class Env:
         back = pool - self._keep_counts[k]
         first = jnp.argmax(back > 0)
         second = jnp.argmax((back - (jnp.arange(R.NUM_ROLES) == first)) > 0)
-        s = self._push(s, do, first)
-        s = self._push(s, do, second)
+        s = self._push_two(s, do, first, second)
         hands = jnp.where((jnp.arange(self.num_players) == p)[:, None] & do, self._keep_hand[k], s._hands)
         s = s.replace(_hands=hands, _drawn=jnp.where(do, -1, s._drawn))
         return self._renew(s, do, p)
 
     def _return_drawn(self, s: State, do):
-        s = self._push(s, do & (s._drawn[0] >= 0), s._drawn[0])
-        s = self._push(s, do & (s._drawn[1] >= 0), s._drawn[1])
+        s = self._push_two(s, do & (s._drawn[0] >= 0), s._drawn[0], s._drawn[1])
         return s.replace(_drawn=jnp.where(do, -1, s._drawn))
 
     def _resolve(self, s: State, do, u1, u2):
@@ -396,7 +429,11 @@ class Env:
             terminated=over, rewards=jnp.where(over, rewards, 0.0).astype(jnp.float32),
             _step_count=s._step_count + 1, _event=s._event.replace(game_over=over),
         )
-        mask = jnp.where(over, True, self._legal_mask(s))
+        return s
+
+    def _with_views(self, s: State) -> State:
+        """Fill the derived public fields: the legal mask and the observation."""
+        mask = jnp.where(s.terminated, True, self._legal_mask(s))
         return s.replace(legal_action_mask=mask, observation=self._observe(s, s.current_player))
 
     # ------------------------------------------------------------------ cards
@@ -424,8 +461,30 @@ class Env:
         )
 
     def _reveal_all(self, s: State, do, seat):
-        s = self._reveal(s, do & (s._hands[seat, 0] >= 0), seat, 0)
-        return self._reveal(s, do & (s._hands[seat, 0] >= 0), seat, 0)
+        """A forfeit: ``seat`` reveals every hidden card at once and is eliminated.
+
+        Forfeits come first in a step, so its reveals take the event's first slots.
+        """
+        n = self.num_players
+        hand = s._hands[seat]
+        row = (jnp.arange(n) == seat) & do
+        # hidden + revealed is always 2: fill the empty revealed slots with the hand in order
+        first_empty = (s._revealed[seat] >= 0).sum()
+        revealed_row = jnp.where(first_empty == 0, hand, jnp.stack([s._revealed[seat, 0], hand[0]]))
+        had = hand >= 0
+        ev = s._event
+        slot = jnp.arange(MAX_REVEALS)
+        return s.replace(
+            _hands=jnp.where(row[:, None], -1, s._hands),
+            _revealed=jnp.where(row[:, None], revealed_row, s._revealed),
+            _elim_order=jnp.where(row, s._num_elim, s._elim_order), _num_elim=s._num_elim + do,
+            _event=ev.replace(
+                reveal_seat=jnp.where(do & (slot < 2) & had[jnp.clip(slot, 0, 1)], seat, ev.reveal_seat),
+                reveal_role=jnp.where(do & (slot < 2), jnp.pad(hand, (0, MAX_REVEALS - 2), constant_values=-1),
+                                      ev.reveal_role),
+                reveal_index=jnp.where(do & (slot < 2) & had[jnp.clip(slot, 0, 1)], slot, ev.reveal_index),
+                eliminated=ev.eliminated | row),
+        )
 
     def _push(self, s: State, do, card):
         """Put ``card`` into the deck; the deck counts as reshuffled from now on."""
@@ -434,6 +493,13 @@ class Env:
             _deck=jnp.where(do & (idx == s._deck_size), card, s._deck),
             _deck_size=s._deck_size + do, _shuffled=s._shuffled | do,
         )
+
+    def _push_two(self, s: State, do, first, second):
+        """Put two cards into the deck (exchange returns); reshuffled from now on."""
+        idx = jnp.arange(R.DECK_SIZE)
+        deck = jnp.where(do & (idx == s._deck_size), first, s._deck)
+        deck = jnp.where(do & (idx == s._deck_size + 1), second, deck)
+        return s.replace(_deck=deck, _deck_size=s._deck_size + 2 * do, _shuffled=s._shuffled | do)
 
     def _draw(self, s: State, do, u):
         """Draw the next card: the top before any reshuffle, a uniform card after one."""
@@ -506,7 +572,6 @@ class Env:
     def _observe(self, s: State, seat) -> jax.Array:
         n = self.num_players
         rel = lambda x: jnp.where(x >= 0, (x - seat) % n, -1)  # noqa: E731
-        order = (seat + jnp.arange(n)) % n
         own = (s._hands[seat][:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
         sees_drawn = (s._phase == R.PH_EXCHANGE) & (s._actor == seat)
         drawn = jnp.where(sees_drawn, _role_counts(s._drawn), 0)
@@ -515,7 +580,7 @@ class Env:
         seats = jnp.concatenate([
             s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
             s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None],
-        ], axis=1)[order]
+        ], axis=1)[(seat + jnp.arange(n)) % n]  # rows relative to the observer
         claim = jnp.where(s._action >= 0, self._claim[jnp.clip(s._action, 0)], -1)
         return jnp.concatenate([
             own.ravel(), drawn.astype(jnp.float32), seats.ravel().astype(jnp.float32),

@@ -49,8 +49,7 @@ def make_position(env: Env, hands, deck, coins=None, revealed=None, current_play
     over = env._over(s)
     rewards = jnp.where(jnp.arange(n) == env.placements(s)[0], 1.0, -1.0 / (n - 1))
     s = s.replace(terminated=over, rewards=jnp.where(over, rewards, 0.0).astype(jnp.float32))
-    s = s.replace(legal_action_mask=jnp.where(over, True, env._legal_mask(s)))
-    return s.replace(observation=env._observe(s, s.current_player))
+    return env._with_views(s)
 
 
 def replace_hidden(env: Env, state: State, hands, deck) -> State:
@@ -62,8 +61,7 @@ def replace_hidden(env: Env, state: State, hands, deck) -> State:
     """
     storage, size = _deck_storage(deck)
     s = state.replace(_hands=jnp.asarray(hands, jnp.int32), _deck=storage, _deck_size=size)
-    mask = jnp.where(s.terminated, True, env._legal_mask(s))
-    return s.replace(legal_action_mask=mask, observation=env._observe(s, s.current_player))
+    return env._with_views(s)
 
 
 def check_cards(hands, deck, revealed, drawn=()) -> None:

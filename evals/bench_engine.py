@@ -11,13 +11,14 @@ figures).  For every batch size ``B`` it measures, on the default JAX device:
     about 32 steps, so the live share falls as ``T`` grows: the ``live %`` column shows
     it.  ``T = max(8, min(256, 2**20 // B))`` unless ``--steps`` is given.
 (b) **steps/s and games/s with auto-reset.**  The same loop, but after every step each
-    game that terminated is replaced by a fresh ``env.init(key)`` (``jnp.where`` over
-    the whole state tree), so every step is live.  Calls are chained (each timed call
+    game that terminated is replaced by a fresh match (``env.step_autoreset``: Pgx's
+    auto-reset semantics, fused into the step), so every step is live.  Calls are chained (each timed call
     continues from the previous final state) after a warm-up of at least 64 steps, so
     the figures are for a steady mix of game ages; games/s counts the games finished.
 (c) **the Python baseline**, in the same run: ``tests/reference_model.py``'s ``RefGame``
     plays complete games (a fresh game each time, its construction included) with
-    uniformly random legal actions from ``random.Random`` for a few seconds.  The table
+    uniformly random legal actions from ``random.Random``, in chunks taken between the
+    JAX measurements; the best chunk is the reference (both sides best-of, same load).  The table
     gives JAX / Python ratios of steps/s for (a) and (b) (and of games/s for (b)).
 (d) **bytes of state per game**: the sum of ``nbytes`` over every leaf of one
     ``env.init`` state, observation and event included.
@@ -25,14 +26,15 @@ figures).  For every batch size ``B`` it measures, on the default JAX device:
 The policy is a cheap uniform-legal sampler, one batch-wide random draw per step: one
 uniform number per game picks the k-th legal action (``cumsum`` of the mask).  It is
 uniform over the legal actions like ``argmax(where(mask, uniform((B, A)), -1))`` but
-draws ``B`` numbers instead of ``B * A``; that full-width draw costs about a fifth of an
-engine step on a CPU.  ``jax.random.categorical`` is not used.  The engine needs one key
+draws ``B`` numbers instead of ``B * A``; on a 2-core CPU that full-width draw costs
+about a fifth of an engine step.  ``jax.random.categorical`` is not used.  The engine needs one key
 per game and step; for each batch size the cheaper of ``jax.random.split(k, B)`` and
 ``vmap(jax.random.fold_in, (None, 0))(k, arange(B))`` is measured and used (``keys``).
 
 Each jitted function is compiled and run once first (``block_until_ready``), then timed
-over several calls (at least ``--repeats``, and until about a second has been spent);
-the best call is reported.  The final states are returned by the jitted functions and
+over several calls (at least ``--repeats``, and until about a second has been spent):
+rates are the best call's time with the live share and the games finished per step
+averaged over all timed calls.  The final states are returned by the jitted functions and
 kept, so nothing can be optimised away.
 """
 from __future__ import annotations
@@ -54,7 +56,7 @@ import numpy as np
 from coupjax import Env
 
 DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
-QUICK_BATCH_SIZES = (1, 16, 256)
+QUICK_BATCH_SIZES = (1, 256)
 WARMUP_STEPS = 64  # auto-reset runs step at least this far before timing (two game lengths)
 
 
@@ -115,9 +117,10 @@ def pick_key_method(batch: int, iters: int = 32) -> tuple[str, dict]:
 
 
 def scan_length(batch: int, quick: bool) -> int:
-    if quick:
-        return max(8, min(32, 2**13 // batch))
-    return max(8, min(256, 2**20 // batch))
+    """T = 32 steps per timed call: about the mean length of a random 4-player game, so
+    the fresh-game measurement steps games that are mostly still live (the table prints
+    the live share).  Longer scans would mostly time no-op steps of finished games."""
+    return 16 if quick else 32
 
 
 def _where_tree(done, new, old):
@@ -147,17 +150,15 @@ def make_live(env: Env, batch: int, steps: int, derive):
 
 def make_autoreset(env: Env, batch: int, steps: int, derive):
     """jit(state, key) -> (final state, games finished per step [T])."""
-    step, init = jax.vmap(env.step), jax.vmap(env.init)
+    step = jax.vmap(env.step_autoreset)
 
     def run(state, key):
         def body(carry, _):
             s, k = carry
-            k, k_policy, k_step, k_init = jax.random.split(k, 4)
+            k, k_policy, k_step = jax.random.split(k, 3)
             action = uniform_legal(s.legal_action_mask, k_policy)
             s = step(s, action, derive(k_step, batch))
-            done = s.terminated
-            s = _where_tree(done, init(derive(k_init, batch)), s)
-            return (s, k), jnp.sum(done, dtype=jnp.int32)
+            return (s, k), jnp.sum(s.terminated, dtype=jnp.int32)
         (state, _), finished = jax.lax.scan(body, (state, key), None, length=steps)
         return state, finished
 
@@ -186,10 +187,10 @@ def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float,
     best, total, calls, live_steps = math.inf, 0.0, 0, 0
     while calls < max_calls and (calls < repeats or total < min_time):
         dt, (final, live) = _timed(live_fn, fresh, jax.random.fold_in(root, 100 + calls))
-        if dt < best:
-            best, live_steps = dt, int(np.asarray(live, np.int64).sum())
-        total, calls = total + dt, calls + 1
-    live_result = dict(live_time=best, live_steps=live_steps, live_calls=calls)
+        best, total, calls = min(best, dt), total + dt, calls + 1
+        live_steps += int(np.asarray(live, np.int64).sum())
+    live_fraction = live_steps / (calls * batch * steps)
+    live_calls, live_best = calls, best
 
     # (b) auto-reset, chained calls from a warmed-up state
     auto_fn = make_autoreset(env, batch, steps, derive)
@@ -201,20 +202,20 @@ def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float,
     best, total, calls, games = math.inf, 0.0, 0, 0
     while calls < max_calls and (calls < repeats or total < min_time):
         dt, (state, finished) = _timed(auto_fn, state, jax.random.fold_in(root, 10_000 + calls))
-        if dt < best:
-            best, games = dt, int(np.asarray(finished, np.int64).sum())
-        total, calls = total + dt, calls + 1
+        best, total, calls = min(best, dt), total + dt, calls + 1
+        games += int(np.asarray(finished, np.int64).sum())
+    games_per_step = games / (calls * batch * steps)
     del final, state  # kept alive until here: the results were materialised
 
     return dict(
         batch=batch, steps=steps, key_method=key_method,
         key_us_per_step={k: v * 1e6 for k, v in key_times.items()},
-        live_steps_per_s=live_result["live_steps"] / live_result["live_time"],
-        live_fraction=live_result["live_steps"] / (batch * steps),
+        live_steps_per_s=live_fraction * batch * steps / live_best,
+        live_fraction=live_fraction,
         autoreset_steps_per_s=batch * steps / best,
-        autoreset_games_per_s=games / best,
+        autoreset_games_per_s=games_per_step * batch * steps / best,
         compile_s=compile_live + compile_auto,
-        calls=live_result["live_calls"] + calls,
+        calls=live_calls + calls,
     )
 
 
@@ -312,8 +313,17 @@ def main(argv=None) -> dict:
     py_seconds = args.python_seconds or (1.0 if args.quick else 3.0)
     env = Env(args.num_players)
 
-    log(f"Python baseline ({py_seconds:g} s) ...")
-    py = bench_python(load_ref_game(), args.num_players, py_seconds, args.seed)
+    # The Python model is timed in chunks between the JAX measurements, and its best chunk
+    # is the reference for every ratio: both sides are best-of, under the same load.
+    RefGame = load_ref_game()
+    chunks = []
+
+    def python_chunk():
+        chunks.append(bench_python(RefGame, args.num_players, py_seconds / 2, args.seed + len(chunks)))
+        return max(chunks, key=lambda c: c["python_steps_per_s"])
+
+    log(f"Python baseline (chunks of {py_seconds / 2:g} s between measurements) ...")
+    python_chunk()
     total_bytes, obs_bytes = state_bytes(env)
 
     results = []
@@ -321,16 +331,19 @@ def main(argv=None) -> dict:
         steps = args.steps or scan_length(batch, args.quick)
         log(f"batch {batch}: T={steps} ...")
         r = bench_batch(env, batch, steps, repeats, min_time, args.seed)
+        python_chunk()
+        results.append(r)
+    py = python_chunk()
+    for r in results:
         r["ratio_live"] = r["live_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset"] = r["autoreset_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset_games"] = r["autoreset_games_per_s"] / py["python_games_per_s"]
         log(f"  keys={r['key_method']} live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
             f"auto-reset {_fmt(r['autoreset_steps_per_s'])} steps/s (x{r['ratio_autoreset']:.2f}), "
             f"compile {r['compile_s']:.1f} s")
-        results.append(r)
 
     report = dict(
-        num_players=args.num_players, devices=[str(d) for d in jax.devices()],
+        num_players=args.num_players, devices=[f"{d} ({d.device_kind})" for d in jax.devices()],
         backend=jax.default_backend(), jax_version=jax.__version__, python_version=platform.python_version(),
         state_bytes_per_game=total_bytes, observation_bytes=obs_bytes, quick=args.quick,
         **py, results=results,
