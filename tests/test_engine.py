@@ -249,3 +249,29 @@ def test_terminated_state_is_returned_unchanged_with_zero_rewards():
     assert float(jnp.abs(s2.rewards).sum()) == 0.0
     assert int(s2._step_count) == int(s._step_count)
     assert bool(s2.terminated)
+
+
+def test_step_autoreset_starts_fresh_matches_and_reports_results():
+    env = Env(4)
+    num, T = 256, 120
+
+    @jax.jit
+    def run(key):
+        s = jax.vmap(env.init)(jax.random.split(key, num))
+
+        def body(s, k):
+            ka, ks = jax.random.split(k)
+            a = jax.vmap(_random_policy)(jax.random.split(ka, num), s)
+            s = jax.vmap(env.step_autoreset)(s, a, jax.random.split(ks, num))
+            ok = jax.vmap(lambda x: _invariants(env, x))(s).all()
+            return s, (s.terminated, s.rewards, s._turn, s._coins, s.legal_action_mask.any(-1), ok)
+
+        return jax.lax.scan(body, s, jax.random.split(key, T))[1]
+
+    term, rewards, turn, coins, any_legal, ok = jax.device_get(run(jax.random.PRNGKey(5)))
+    assert ok.all() and any_legal.all()  # cards conserved, and the new match is playable
+    assert term.sum() > num  # several matches end per game slot
+    # a finished match reports its result on a fresh table
+    assert np.allclose(rewards[term].max(-1), 1.0) and np.allclose(rewards[term].sum(-1), 0.0, atol=1e-5)
+    assert (turn[term] == 0).all() and (coins[term] == R.START_COINS).all()
+    assert (rewards[~term] == 0).all()
