@@ -392,13 +392,21 @@ def draw_seats(key, condition, num_games: int, num_players: int, names=SCRIPTED_
 STAT_NAMES = ("decisions", "bluff_opportunities", "bluffs", "challenge_opportunities", "challenges", "wins")
 
 
+def policy_entropy(logits):
+    """Entropy in nats of the distribution ``softmax(logits)`` (-inf entries excluded)."""
+    logp = jax.nn.log_softmax(logits)
+    p = jnp.exp(logp)
+    return -jnp.sum(jnp.where(p > 0, p * logp, 0.0))
+
+
 def make_table_runner(env: Env, policy_list, max_steps: int = 3000):
     """A jitted ``run(key, seat_policy_index int32[B, n]) -> (final_state, stats)``.
 
     Plays B complete games under vmap, each in one `lax.while_loop` (at most
     ``max_steps`` decisions); seat s of game b is played by
     ``policy_list[seat_policy_index[b, s]]`` (chosen with `lax.switch`).  ``stats`` is a
-    dict of int32[B, n] per seat: ``decisions``, ``bluff_opportunities`` (main-action
+    dict of [B, n] per seat: ``entropy`` (float32: the summed entropy in nats of the
+    acting policy's action distribution at that seat's decisions), ``decisions``, ``bluff_opportunities`` (main-action
     decisions with a legal bluff action), ``bluffs``, ``challenge_opportunities``
     (decisions with ``challenge`` legal), ``challenges``, ``wins`` (1 for the winner of a
     finished game); plus ``steps`` int32[B] and ``finished`` bool[B].
@@ -417,6 +425,7 @@ def make_table_runner(env: Env, policy_list, max_steps: int = 3000):
         k_init, key = jax.random.split(key)
         state = env.init(k_init)
         stats = {name: jnp.zeros(n, jnp.int32) for name in STAT_NAMES[:-1]}
+        stats["entropy"] = jnp.zeros(n, jnp.float32)
 
         def cond(carry):
             s, t, _, _ = carry
@@ -437,12 +446,13 @@ def make_table_runner(env: Env, policy_list, max_steps: int = 3000):
                 "bluffs": st["bluffs"] + (seat & bl[a]),
                 "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
                 "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)),
+                "entropy": st["entropy"] + jnp.where(seat, policy_entropy(logits), 0.0),
             }
             return env.step(s, a, k_step), t + 1, st, k
 
         state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), stats, key))
         winner = env.placements(state)[0]
-        stats = {k: v.astype(jnp.int32) for k, v in stats.items()}
+        stats = {k: v if k == "entropy" else v.astype(jnp.int32) for k, v in stats.items()}
         stats["wins"] = ((jnp.arange(n) == winner) & state.terminated).astype(jnp.int32)
         stats["steps"] = steps
         stats["finished"] = state.terminated
@@ -508,3 +518,4 @@ def measure_rates(env: Env, key, num_games: int = 2000, names=SCRIPTED_NAMES, co
             "seats": int(sel.sum()), **tot,
         }
     return rates, stats, idx
+from coupjax import advisor as _advisor  # noqa: E402,F401  (registers belief_ev)
