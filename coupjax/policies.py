@@ -519,3 +519,4 @@ def measure_rates(env: Env, key, num_games: int = 2000, names=SCRIPTED_NAMES, co
         }
     return rates, stats, idx
 from coupjax import advisor as _advisor  # noqa: E402,F401  (registers belief_ev)
+from coupjax import search as _search  # noqa: E402,F401  (registers thompson, expected, regularized)

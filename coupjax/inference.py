@@ -1,0 +1,167 @@
+"""Load an exported learned policy (DQN or behaviour cloning) for play.
+
+``load_policy(path)`` accepts a training run directory (``RUN/``, with ``RUN/export/``)
+or the export directory itself, which holds:
+
+* ``policy.json``: ``kind`` (``dqn`` | ``bc_logreg`` | ``bc_mlp``), ``num_players``,
+  ``hidden_sizes``, ``obs_dim``, ``num_actions``, ``temperature`` (the default),
+  ``params_file`` and the training ``config``;
+* ``params.msgpack``: the network parameters (`flax.serialization` msgpack of
+  ``{"hidden_0": {"kernel", "bias"}, ..., "out": {...}}``).
+
+It returns a policy of the common interface ``policy(key, state) -> logits``
+(float32[num_actions], ``-inf`` exactly on the illegal actions; jit/vmap-able) that
+reads only ``state.observation`` and ``state.legal_action_mask``:
+
+* ``dqn``: the q-values as logits.  ``temperature == 0`` is greedy: 0 on the legal
+  actions of maximal q (ties split uniformly by the sampler), ``log(1e-30)`` on the
+  other legal ones; ``temperature > 0`` gives ``(q - max q) / temperature``.
+* ``bc_*``: the cloned log-probabilities over the legal actions, divided by the
+  temperature (1 samples the cloned distribution; 0 is greedy as above).
+
+The network is a plain MLP (ReLU) evaluated here with `jax.numpy`, so this module needs
+nothing from ``training``; its input is the observation multiplied by
+`observation_scale` (documented there), the same function the training network uses.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import rules as R
+from coupjax.engine import SEAT_FEATURES, observation_layout
+
+KINDS = ("dqn", "bc_logreg", "bc_mlp")
+POLICY_FILE = "policy.json"
+PARAMS_FILE = "params.msgpack"
+NEVER_LOGIT = float(np.log(1e-30))
+
+
+def observation_scale(num_players: int) -> np.ndarray:
+    """float32[obs]: the factor applied to each observation entry before the network.
+
+    One-hot blocks (own hand, phase, main action, actor, target, claim, blocker, block
+    role) and the alive flag keep scale 1.  Counts are brought to about [0, 1]: drawn
+    cards / 2, coins / 10, hidden cards / 2, revealed cards per role / 2, claims and
+    blocks per role / 3, challenges won and lost / 3, hand renewals / 5, turns / 50.
+    """
+    lay = observation_layout(num_players)
+    scale = np.ones(lay["size"][0], np.float32)
+    start, _ = lay["drawn"]
+    scale[start:start + R.NUM_ROLES] = 0.5
+    per_seat = {"coins": 0.1, "hidden": 0.5, "alive": 1.0, "revealed": 0.5, "claims": 1 / 3, "blocks": 1 / 3,
+                "challenges_won": 1 / 3, "challenges_lost": 1 / 3, "renewals": 0.2}
+    seat_scale = np.concatenate([np.full(size, per_seat[name], np.float32) for name, size in SEAT_FEATURES])
+    start, shape = lay["seats"]
+    scale[start:start + int(np.prod(shape))] = np.tile(seat_scale, num_players)
+    start, _ = lay["turn"]
+    scale[start] = 1 / 50
+    return scale
+
+
+def mlp_apply(params, obs, num_players: int):
+    """The exported network: scaled obs -> ReLU hidden layers -> out (float32[..., num_actions])."""
+    x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(num_players))
+    i = 0
+    while f"hidden_{i}" in params:
+        layer = params[f"hidden_{i}"]
+        x = jax.nn.relu(x @ jnp.asarray(layer["kernel"]) + jnp.asarray(layer["bias"]))
+        i += 1
+    return x @ jnp.asarray(params["out"]["kernel"]) + jnp.asarray(params["out"]["bias"])
+
+
+def masked_policy_logits(values, mask, temperature: float, log_probs: bool):
+    """Values (q-values, or raw logits when ``log_probs``) -> logits of the common interface."""
+    mask = jnp.asarray(mask, bool)
+    if log_probs:
+        values = jax.nn.log_softmax(jnp.where(mask, values, -jnp.inf))
+    best = jnp.max(jnp.where(mask, values, -jnp.inf), axis=-1, keepdims=True)
+    if temperature == 0:
+        out = jnp.where(values >= best, 0.0, NEVER_LOGIT)
+    else:
+        out = (values - best) / temperature
+    return jnp.where(mask, out, -jnp.inf).astype(jnp.float32)
+
+
+def _export_dir(path) -> Path:
+    p = Path(path)
+    if (p / POLICY_FILE).is_file():
+        return p
+    if (p / "export" / POLICY_FILE).is_file():
+        return p / "export"
+    if not p.exists():
+        raise ValueError(f"no exported policy at {str(p)!r}: the path does not exist")
+    raise ValueError(f"no exported policy at {str(p)!r}: neither {POLICY_FILE} nor export/{POLICY_FILE} is there")
+
+
+def read_export(path) -> tuple[dict, dict]:
+    """(policy.json dict, params) of an export; ValueError naming the path if missing or corrupt."""
+    from flax import serialization
+
+    d = _export_dir(path)
+    meta_path = d / POLICY_FILE
+    try:
+        info = json.loads(meta_path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: {e}") from None
+    missing = [k for k in ("kind", "num_players", "hidden_sizes", "obs_dim", "num_actions") if k not in info]
+    if not isinstance(info, dict) or missing:
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: missing {missing}")
+    if info["kind"] not in KINDS:
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: kind {info['kind']!r} is not one of {KINDS}")
+    params_path = d / info.get("params_file", PARAMS_FILE)
+    try:
+        params = serialization.msgpack_restore(params_path.read_bytes())
+    except FileNotFoundError:
+        raise ValueError(f"missing parameter file {str(params_path)!r}") from None
+    except Exception as e:  # msgpack raises several types on bad bytes
+        raise ValueError(f"corrupt parameter file {str(params_path)!r}: {e}") from None
+    n, hidden = int(info["num_players"]), list(info["hidden_sizes"])
+    sizes = [int(info["obs_dim"])] + hidden + [int(info["num_actions"])]
+    names = [f"hidden_{i}" for i in range(len(hidden))] + ["out"]
+    try:
+        for i, name in enumerate(names):
+            k, b = np.asarray(params[name]["kernel"]), np.asarray(params[name]["bias"])
+            if k.shape != (sizes[i], sizes[i + 1]) or b.shape != (sizes[i + 1],):
+                raise ValueError(f"layer {name} has shapes {k.shape}, {b.shape}")
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"corrupt parameter file {str(params_path)!r}: does not match {str(meta_path)!r} "
+                         f"({e})") from None
+    if sizes[0] != observation_layout(n)["size"][0] or sizes[-1] != R.num_actions(n):
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: obs_dim/num_actions do not fit {n} players")
+    return info, params
+
+
+def load_policy(path, temperature: float | None = None, num_players: int | None = None) -> Callable:
+    """The exported policy at ``path`` (run dir or export dir) as ``policy(key, state) -> logits``.
+
+    ``temperature``: None uses the exported default (see the module doc).  The returned
+    function carries ``.info`` (policy.json), ``.params`` and ``.values(obs)`` (the raw
+    network output).
+    """
+    info, params = read_export(path)
+    n = int(info["num_players"])
+    if num_players is not None and int(num_players) != n:
+        raise ValueError(f"the policy at {str(path)!r} is for {n} players, not {num_players}")
+    temp = float(info.get("temperature", 0.0) if temperature is None else temperature)
+    if temp < 0:
+        raise ValueError(f"temperature must be >= 0, got {temp}")
+    params = jax.tree.map(jnp.asarray, params)
+    log_probs = info["kind"] != "dqn"
+
+    def values(obs):
+        return mlp_apply(params, obs, n)
+
+    def policy(key, state):
+        del key
+        return masked_policy_logits(values(state.observation), state.legal_action_mask, temp, log_probs)
+
+    policy.info = info
+    policy.params = params
+    policy.values = values
+    return policy

@@ -1,0 +1,257 @@
+"""coupjax.search: sampled worlds, rollout values on positions with known answers,
+reproducible advice, batch independence.
+
+The information-leak test for the three registered search policies is the generic one
+in tests/test_policies.py (parametrized over `policies.policy_names()`); here the
+worlds themselves are checked to depend on the observation only.  Each compiled
+function is built once per module (a compile is most of this file's run time).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax import policies as P
+from coupjax import positions
+from coupjax import rules as R
+from coupjax import search as S
+from coupjax.engine import Env
+from tests.test_policies import _rehide
+
+D, A, C, AM, CO = range(5)
+
+
+def _deck(cards):
+    return positions.deck_array(list(cards))
+
+
+def _rest(*used):
+    """The 15 cards minus ``used`` (role ids), in role order."""
+    left = [r for r in range(5) for _ in range(3)]
+    for r in used:
+        left.remove(r)
+    return left
+
+
+# ------------------------------------------------------------------ 2-player positions, known answers
+@pytest.fixture(scope="module")
+def env2():
+    return Env(2)
+
+
+@pytest.fixture(scope="module")
+def config2(env2):
+    # a policy callable (not a name) as rollout policy, full-length rollouts
+    return S.SearchConfig(num_worlds=16, rollouts_per_world=8, rollout_policy=P.make_policy("random", env2),
+                          max_rollout_steps=None, lanes=1024)
+
+
+@pytest.fixture(scope="module")
+def positions2(env2):
+    """[forced coup (10 coins, opponent on 1 card), forced coup (opponent on 2 cards),
+    one-influence endgame (both on 1 card, seat 0 has 7 coins), a finished game]."""
+    pos = jax.jit(lambda h, d, c, rv: positions.make_position(env2, h, d, c, rv, 0, 5))
+    no_rev = np.full((2, 2), -1, np.int32)
+    forced1 = pos(positions.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
+                  np.array([10, 3], np.int32), np.array([[-1, -1], [CO, -1]], np.int32))
+    forced2 = pos(positions.hand_arrays([[D, A], [C, CO]], 2), _deck(_rest(D, A, C, CO)),
+                  np.array([10, 3], np.int32), no_rev)
+    endgame = pos(positions.hand_arrays([[CO], [C]], 2), _deck(_rest(CO, C, D, AM)),
+                  np.array([7, 2], np.int32), np.array([[D, -1], [AM, -1]], np.int32))
+    over = jax.jit(env2.step)(endgame, jnp.int32(R.action_id("coup:1", 0, 2)), jax.random.PRNGKey(0))
+    assert bool(over.terminated) and not bool(endgame.terminated)
+    return jax.tree.map(lambda *x: jnp.stack(x), forced1, forced2, endgame, over)
+
+
+@pytest.fixture(scope="module")
+def searched2(config2, positions2):
+    """SearchResult rows and the three modes' logits for `positions2` (the compiled
+    one-state search that `search.advise` uses, so the advice test reuses it)."""
+    fn = S._advice_fn(2, config2)
+    out = [fn(jax.random.PRNGKey(7 + b), jax.tree.map(lambda x: x[b], positions2))
+           for b in range(positions2.current_player.shape[0])]
+    res = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *[o[1] for o in out])
+    logits = {m: np.stack([np.asarray(o[0][m]) for o in out]) for m in S.MODES}
+    return res, logits
+
+
+def mask_of(logits):
+    return np.isfinite(logits)
+
+
+def _values(res, b, n):
+    """{protocol name: (value, se, rollouts)} of decision b's searched actions (actor seat 0)."""
+    return {R.action_name(int(a), 0, n): (float(q), float(se), int(r))
+            for a, v, q, se, r in zip(res.action_ids[b], res.valid[b], res.q[b], res.se[b], res.rollouts[b]) if v}
+
+
+def test_forced_coup(searched2, positions2, config2):
+    res, logits = searched2
+    coup = R.action_id("coup:1", 0, 2)
+    budget = config2.num_worlds * config2.rollouts_per_world
+    for b in (0, 1):
+        mask = np.asarray(positions2.legal_action_mask[b])
+        assert np.flatnonzero(mask).tolist() == [coup]  # only coup is legal, and it is still searched
+        assert res.searched[b]
+        vals = _values(res, b, 2)
+        assert list(vals) == ["coup:1"] and vals["coup:1"][2] == budget
+        for m in S.MODES:
+            assert np.argmax(logits[m][b]) == coup and np.isfinite(logits[m][b][coup])
+    # the opponent's last card: the coup ends the game, value exactly +1 in every world
+    assert _values(res, 0, 2)["coup:1"][:2] == (1.0, 0.0)
+    # two cards left: the game goes on; a 2-player reward is +1 or -1
+    q = _values(res, 1, 2)["coup:1"][0]
+    assert -1.0 <= q <= 1.0 and q > 0.0  # one card up on a random opponent
+
+
+def test_one_influence_endgame(searched2):
+    """2 players on one card each, seat 0 has 7 coins: coup:1 wins at once (+1), every other
+    action lets the opponent play on and is worth less."""
+    res, logits = searched2
+    vals = _values(res, 2, 2)
+    assert set(vals) == {"income", "foreign_aid", "tax", "exchange", "coup:1", "assassinate:1", "steal:1"}
+    assert vals["coup:1"][:2] == (1.0, 0.0)
+    others = {k: v[0] for k, v in vals.items() if k != "coup:1"}
+    assert max(others.values()) < 1.0, others
+    assert all(-1.0 <= v <= 1.0 for v in others.values())
+    coup = R.action_id("coup:1", 0, 2)
+    assert np.argmax(logits["expected"][2]) == coup and logits["expected"][2][coup] == 0.0
+    # best (or tied best: another action may also win all 8 of its rollouts) in every world
+    share = dict(zip(res.action_ids[2][res.valid[2]].tolist(), res.best_share[2][res.valid[2]].tolist()))
+    assert share[coup] > 0.9 and sum(share.values()) == pytest.approx(1.0)
+    th = logits["thompson"][2]
+    assert np.argmax(th) == coup and th[coup] == pytest.approx(np.log(share[coup]))
+    assert np.all(th[mask_of(th)] >= np.log(1e-6) - 1e-4)
+    reg = np.exp(logits["regularized"][2])
+    assert reg.sum() == pytest.approx(1.0, abs=1e-5) and reg[coup] > 0.99
+
+
+def test_terminated_is_not_searched(searched2, positions2):
+    res, logits = searched2
+    assert not res.searched[3] and not res.valid[3].any() and res.rollouts[3].sum() == 0
+    for m in S.MODES:
+        lg = logits[m][3]
+        assert np.isfinite(lg).all()  # the mask of a finished game is all True
+        if m == "expected":
+            assert lg[0] == 0.0 and (lg[1:] < -60).all()  # no values: the first legal action
+        else:
+            np.testing.assert_allclose(lg, lg[0], atol=1e-5)  # uniform / the rollout policy
+
+
+def test_logits_contract(searched2, positions2):
+    _, logits = searched2
+    mask = np.asarray(positions2.legal_action_mask)
+    for m in S.MODES:
+        lg = logits[m]
+        assert lg.dtype == np.float32
+        np.testing.assert_array_equal(np.isneginf(lg), ~mask)
+        assert not np.isnan(lg).any() and not np.isposinf(lg).any()
+
+
+def test_advice_is_reproducible(positions2, config2):
+    endgame = jax.tree.map(lambda x: x[2], positions2)
+    a1 = S.advise(endgame, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
+    a2 = S.advise(endgame, seat=0, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
+    assert a1 == a2
+    assert a1["action"] == "coup:1" and a1["values"]["coup:1"] == 1.0 and a1["se"]["coup:1"] == 0.0
+    assert [r["action"] for r in a1["actions"]][0] == "coup:1" and len(a1["actions"]) == 7
+    assert all(r["rollouts"] == 128 for r in a1["actions"])
+    assert "coup:1" in a1["explanation"] and a1["searched"]
+    assert a1["budget"]["num_worlds"] == 16 and a1["budget"]["max_rollout_steps"] is None
+    with pytest.raises(ValueError):
+        S.advise(endgame, seat=1, budget=config2)
+    with pytest.raises(ValueError):
+        S.advise(endgame, mode="nope", budget=config2)
+    with pytest.raises(ValueError):
+        S.advise(jax.tree.map(lambda x: x[3], positions2), budget=config2)
+
+
+# ------------------------------------------------------------------ 4 players: worlds and batches
+@pytest.fixture(scope="module")
+def env4():
+    return Env(4)
+
+
+@pytest.fixture(scope="module")
+def states4(env4):
+    """8 first decisions, the same 8 games after a tax (seat 1 reacts), and the same 8
+    after an exchange and three passes (seat 0 chooses its keep: its own drawn cards)."""
+    step = jax.jit(jax.vmap(env4.step))
+    init = jax.vmap(env4.init)(jax.random.split(jax.random.PRNGKey(5), 8))
+    k = jax.random.split(jax.random.PRNGKey(6), 8)
+    full = lambda a: jnp.full(8, a, jnp.int32)  # noqa: E731
+    react = step(init, full(R.TAX), k)
+    ex = init
+    for a in (R.EXCHANGE, env4.layout.reaction + R.PASS, env4.layout.reaction + R.PASS,
+              env4.layout.reaction + R.PASS):
+        ex = step(ex, full(a), k)
+    assert (np.asarray(ex._phase) == R.PH_EXCHANGE).all() and (np.asarray(ex.current_player) == 0).all()
+    return jax.tree.map(lambda *x: jnp.concatenate(x), init, react, ex)
+
+
+def test_worlds_come_from_the_observation(env4, states4):
+    K = 16
+    B = states4.current_player.shape[0]
+    keys = jax.random.split(jax.random.PRNGKey(8), B)
+    worlds_of = jax.jit(jax.vmap(lambda k, s: S.world_states(env4, k, s, K)))
+    rehidden = jax.jit(jax.vmap(lambda s, k: _rehide(env4, s, k)))(states4, jax.random.split(jax.random.PRNGKey(9), B))
+    assert (np.asarray(rehidden._hands) != np.asarray(states4._hands)).any()
+    w1, w2 = worlds_of(keys, states4), worlds_of(keys, rehidden)
+    for a, b in zip(jax.tree.leaves(w1), jax.tree.leaves(w2)):  # nothing hidden gets through
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    w = jax.tree.map(np.asarray, w1)
+    obs = np.asarray(states4.observation)[:, None]
+    np.testing.assert_array_equal(w.observation, np.broadcast_to(obs, w.observation.shape))
+    np.testing.assert_array_equal(w.legal_action_mask, np.broadcast_to(
+        np.asarray(states4.legal_action_mask)[:, None], w.legal_action_mask.shape))
+    hands = w._hands
+    seat = np.asarray(states4.current_player)
+    own = np.asarray(states4._hands)[np.arange(B), seat]  # [B, 2]
+    np.testing.assert_array_equal(hands[np.arange(B), :, seat], np.broadcast_to(own[:, None], (B, K, 2)))
+    assert ((hands >= 0) == (np.asarray(states4._hands)[:, None] >= 0)).all()
+    # every world holds 3 of each role (hands + deck + revealed + drawn), and varies
+    deck = np.where(np.arange(15) < w._deck_size[..., None], w._deck, -1)
+    cards = np.concatenate([hands.reshape(B, K, -1), deck, w._revealed.reshape(B, K, -1), w._drawn], axis=-1)
+    counts = np.stack([(cards == r).sum(-1) for r in range(5)], -1)
+    assert (counts == 3).all()
+    assert all(len({hands[b, k].tobytes() for k in range(K)}) > 1 for b in range(B))
+    # in its own exchange the searcher's drawn cards are the real ones (as a multiset)
+    ex = slice(16, 24)
+    np.testing.assert_array_equal(np.sort(w._drawn[ex], -1),
+                                  np.broadcast_to(np.sort(np.asarray(states4._drawn)[ex], -1)[:, None], (8, K, 2)))
+
+
+def test_policy_batch_independent(env4, states4):
+    """Registered policy with kwargs; a decision's logits do not depend on the rest of the
+    batch (the pooled custom_vmap search equals one search per state)."""
+    pol = P.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256)
+    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == "random"
+    fn = jax.jit(jax.vmap(pol))
+    B = states4.current_player.shape[0]
+    keys = jax.random.split(jax.random.PRNGKey(10), B)
+    perm = np.random.default_rng(0).permutation(B)
+    a = np.asarray(fn(keys, states4))
+    b = np.asarray(fn(keys[perm], jax.tree.map(lambda x: x[perm], states4)))
+    np.testing.assert_allclose(a[perm], b, atol=1e-5)
+    mask = np.asarray(states4.legal_action_mask)
+    np.testing.assert_array_equal(np.isneginf(a), ~mask)
+    np.testing.assert_allclose(np.exp(a).sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_config_validation(env4):
+    with pytest.raises(TypeError):
+        P.make_policy("thompson", env4, bogus=1)
+    with pytest.raises(ValueError):
+        S.SearchConfig(num_worlds=0)
+    with pytest.raises(ValueError):
+        S.SearchConfig(tau=0.0)
+    with pytest.raises(ValueError):
+        S.resolve_policy(env4, "expected")  # a search policy cannot be its own rollout policy
+    cfg = dataclasses.replace(S.DEFAULT_CONFIG, rollout_policy=lambda k, s: s.legal_action_mask * 0.0)
+    assert callable(S.resolve_policy(env4, cfg.rollout_policy))
+    assert S.max_legal_actions(4) == 13 and S.max_legal_actions(2) == 7
+    assert set(S.MODES) <= set(P.policy_names())

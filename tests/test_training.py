@@ -1,0 +1,332 @@
+"""Tests of the training package (tiny configs; one shared compile of the DQN chunk)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax import Env
+from coupjax.inference import load_policy, mlp_apply
+from training import checkpoint as C
+from training.buffer import make_replay_buffer
+from training.config import ConfigError, config_from_dict, load_config
+from training.dqn import (MaskedEpsilonGreedy, bellman_target, exploration_distribution, make_train, masked_greedy,
+                          sync_target)
+from training.rewards import RewardInputs, make_reward
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(num_envs=4, batch_size=8, buffer_size=64, warmup_steps=8, updates_per_chunk=6, num_chunks=2,
+            target_update_steps=3, hidden_sizes=[16], opponents="random", reward="win", epsilon_decay_steps=10,
+            checkpoint_every=1, max_checkpoints=3, seed=3)
+
+
+def _skip_unless_selected(request):
+    """Slow tests run only when chosen with ``-m slow`` (pyproject's marker note)."""
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("slow: select with -m slow")
+
+
+def _same(a, b):
+    return jax.tree.all(jax.tree.map(lambda x, y: bool(np.array_equal(np.asarray(x), np.asarray(y))), a, b))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return make_train(config_from_dict(TINY))
+
+
+@pytest.fixture(scope="module")
+def two_chunks(setup):
+    """(initial state, after 1 chunk, after 2 chunks, metrics of chunk 2)."""
+    rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
+    rs1, _ = setup.train_chunk(rs0)
+    rs2, m2 = setup.train_chunk(rs1)
+    return rs0, rs1, rs2, jax.device_get(m2)
+
+
+# ------------------------------------------------------------------ pure pieces
+def test_bellman_target_by_hand():
+    # 3 transitions, 4 actions.  Action 3 has the largest next value but is illegal in rows 0 and 1.
+    reward = jnp.array([1.0, 0.5, -1.0])
+    done = jnp.array([False, False, True])
+    next_q = jnp.array([[0.2, 0.7, -0.3, 9.0],
+                        [-1.0, -2.0, -0.5, 5.0],
+                        [3.0, 4.0, 5.0, 6.0]])
+    next_mask = jnp.array([[True, True, True, False],
+                           [True, True, True, False],
+                           [True, True, True, True]])
+    y = bellman_target(reward, done, next_q, next_mask, 0.9)
+    # row 0: 1 + 0.9 * 0.7 = 1.63; row 1: 0.5 + 0.9 * (-0.5) = 0.05; row 2: terminal -> -1
+    np.testing.assert_allclose(np.asarray(y), [1.63, 0.05, -1.0], rtol=1e-6)
+    # double DQN: the online argmax over legal actions picks the target's value
+    online = jnp.array([[5.0, 0.0, 1.0, 99.0], [0.0, 3.0, 1.0, 99.0], [0.0, 0.0, 0.0, 0.0]])
+    y2 = bellman_target(reward, done, next_q, next_mask, 0.9, online)
+    np.testing.assert_allclose(np.asarray(y2), [1.0 + 0.9 * 0.2, 0.5 + 0.9 * -2.0, -1.0], rtol=1e-6)
+
+
+def test_greedy_and_exploration_respect_the_mask():
+    q = jnp.array([[5.0, 1.0, 2.0, 3.0], [0.0, 0.0, -1.0, 7.0]])
+    mask = jnp.array([[False, True, True, False], [True, False, True, False]])
+    np.testing.assert_array_equal(np.asarray(masked_greedy(q, mask)), [2, 0])
+    eg = MaskedEpsilonGreedy(q, mask, 0.2)
+    np.testing.assert_allclose(np.asarray(eg.probs), [[0, 0.1, 0.9, 0], [0.9, 0, 0.1, 0]], atol=1e-6)
+    h = -(0.1 * np.log(0.1) + 0.9 * np.log(0.9))
+    np.testing.assert_allclose(np.asarray(eg.entropy()), [h, h], rtol=1e-5)
+    sm = exploration_distribution(q, mask, "boltzmann", temperature=0.5)
+    p = np.asarray(sm.probs)
+    assert (p[~np.asarray(mask)] == 0).all() and np.allclose(p.sum(-1), 1)
+    np.testing.assert_allclose(p[0, 1:3], np.exp([2.0, 4.0]) / np.exp([2.0, 4.0]).sum(), rtol=1e-5)
+    a = np.asarray(jax.vmap(lambda k: eg.sample(seed=k))(jax.random.split(jax.random.PRNGKey(0), 500)))
+    assert np.asarray(mask)[np.arange(2)[None, :], a].all()
+
+
+def test_target_sync_exactly_every_n_updates():
+    n = 4
+    params, target = {"w": jnp.zeros(())}, {"w": jnp.zeros(())}
+    synced_at = []
+    for u in range(1, 14):
+        params = {"w": params["w"] + 1.0}  # one update
+        new_target = sync_target(jnp.int32(u), n, params, target)
+        if float(new_target["w"]) != float(target["w"]):
+            synced_at.append(u)
+        target = new_target
+    assert synced_at == [4, 8, 12]
+
+
+def test_target_sync_in_training(setup, two_chunks):
+    rs0, rs1, rs2, m2 = two_chunks
+    n = setup.config.target_update_steps
+    u1, u2 = int(rs1.updates), int(rs2.updates)
+    assert int(m2["target_syncs"]) == u2 // n - u1 // n
+    assert _same(rs2.target_params, rs2.params) == (u2 % n == 0)
+
+
+def test_buffer_wraps_around_and_samples_valid_rows():
+    buf = make_replay_buffer(capacity=8, num_envs=2, batch_size=64)  # 4 rows of 2
+    state = buf.init({"x": jnp.int32(0)})
+    state = buf.add(state, {"x": jnp.array([1, 2])})
+    assert not bool(buf.can_sample(state))
+    s = buf.sample(state, jax.random.PRNGKey(0))
+    assert set(np.asarray(s["x"]).tolist()) == {1, 2}
+    for t in range(2, 7):  # 6 rows added in all: rows of t = 1, 2 overwritten by 5, 6
+        state = buf.add(state, {"x": jnp.array([2 * t - 1, 2 * t])})
+    assert int(state.size) == 4 and int(state.index) == 2
+    assert sorted(np.asarray(state.data["x"]).ravel().tolist()) == list(range(5, 13))
+    s = np.asarray(buf.sample(state, jax.random.PRNGKey(1))["x"])
+    assert set(s.tolist()) == set(range(5, 13))  # only valid, newest items, each one reached
+    # sharded sampling returns the matching block of the unsharded sample
+    sh = make_replay_buffer(capacity=8, num_envs=2, batch_size=64, num_shards=2)
+    parts = []
+    for d in range(2):
+        local = type(state)(data={"x": state.data["x"][:, d:d + 1]}, index=state.index, size=state.size)
+        parts.append(np.asarray(sh.sample(local, jax.random.PRNGKey(1), shard_index=d)["x"]))
+    np.testing.assert_array_equal(np.concatenate(parts), s)
+
+
+def test_rewards_by_hand():
+    env = Env(4)
+    lay = env.obs_layout
+    start, _ = lay["seats"]
+    obs0 = np.zeros(env.observation_shape, np.float32)
+    obs1 = obs0.copy()
+    for k in range(4):
+        obs0[start + 21 * k + 2] = 1.0  # all alive
+        obs1[start + 21 * k + 2] = 1.0
+    obs0[start] = 2.0
+    obs1[start] = 5.0  # +3 coins
+    obs1[start + 21 * 2 + 2] = 0.0  # one opponent eliminated
+    x = RewardInputs(obs=jnp.asarray(obs0), next_obs=jnp.asarray(obs1), done=jnp.array(False), won=jnp.array(False),
+                     engine_reward=jnp.float32(0))
+    assert float(make_reward("shaped", 4)(x)) == 4.0
+    assert float(make_reward("win", 4)(x)) == 0.0
+    assert float(make_reward("win", 4)(x.replace(done=jnp.array(True), won=jnp.array(True)))) == 1.0
+    assert float(make_reward("engine", 4)(x.replace(done=jnp.array(True), engine_reward=jnp.float32(-1 / 3)))) \
+        == pytest.approx(-1 / 3)
+
+
+# ------------------------------------------------------------------ the learner's view
+def test_learner_transitions_are_at_learner_decisions(setup, two_chunks):
+    rs0, rs1, _, _ = two_chunks
+    ls = rs1.learner
+    s = ls.env_state
+    assert not bool(s.terminated.any())
+    np.testing.assert_array_equal(np.asarray(s.current_player), np.asarray(ls.seat))
+    data = rs1.buffer.data
+    rows = int(rs1.buffer.size)
+    mask, act = np.asarray(data.mask[:rows]), np.asarray(data.action[:rows])
+    assert np.take_along_axis(mask, act[..., None], -1).all()  # the learner only took legal actions
+    done = np.asarray(data.done[:rows])
+    assert np.asarray(data.next_mask[:rows])[done].all()
+    r = np.asarray(data.reward[:rows])
+    assert set(np.unique(r).tolist()) <= {0.0, 1.0} and (r[~done] == 0).all()
+
+
+# ------------------------------------------------------------------ checkpoints and export
+def test_resume_equals_uninterrupted(setup, two_chunks, tmp_path):
+    rs0, rs1, rs2, _ = two_chunks
+    manager = C.checkpoint_manager(tmp_path / "ckpt")
+    C.save_checkpoint(manager, 1, rs1, {"note": "tiny"})
+    host, cfg, step = C.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
+    assert step == 1 and cfg == {"note": "tiny"}
+    resumed, _ = setup.train_chunk(setup.put(host))
+    assert _same(resumed.params, rs2.params)
+    assert _same(resumed, rs2)  # buffer, games, key, counters too
+
+
+def test_missing_or_corrupt_checkpoint_is_named(setup, tmp_path):
+    with pytest.raises(ValueError, match="no checkpoint"):
+        C.restore_checkpoint(tmp_path / "nothing", setup.abstract_state())
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty"):
+        C.restore_checkpoint(tmp_path / "empty", setup.abstract_state())
+
+
+def test_export_load_act(setup, two_chunks, tmp_path):
+    from training.train import export_dqn
+
+    _, _, rs2, _ = two_chunks
+    export_dqn(setup, rs2.params, tmp_path / "run" / "export")
+    env = setup.env
+    state = env.init(jax.random.PRNGKey(5))
+    for a in (2, 0):  # tax, then a reaction window: some actions are illegal
+        state = env.step(state, a, jax.random.PRNGKey(a))
+    for path in (tmp_path / "run", tmp_path / "run" / "export"):
+        pol = load_policy(path)
+        logits = np.asarray(jax.jit(pol)(jax.random.PRNGKey(0), state))
+        mask = np.asarray(state.legal_action_mask)
+        assert (~mask).any() and np.isneginf(logits[~mask]).all() and np.isfinite(logits[mask]).all()
+        q = np.asarray(setup.network.apply({"params": rs2.params}, state.observation))
+        np.testing.assert_allclose(np.asarray(mlp_apply(pol.params, state.observation, 4)), q, rtol=1e-5, atol=1e-6)
+        assert np.argmax(logits) == np.argmax(np.where(mask, q, -np.inf))
+    soft = load_policy(tmp_path / "run", temperature=0.5)(None, state)
+    assert np.isneginf(np.asarray(soft)[~mask]).all()
+    with pytest.raises(ValueError, match="nowhere"):
+        load_policy(tmp_path / "nowhere")
+    (tmp_path / "run" / "export" / "params.msgpack").write_bytes(b"not msgpack")
+    with pytest.raises(ValueError, match="params.msgpack"):
+        load_policy(tmp_path / "run")
+
+
+# ------------------------------------------------------------------ config
+def test_config_errors_name_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="config key 'lr' is not known; did you mean 'learning_rate'"):
+        config_from_dict({"lr": 0.1})
+    with pytest.raises(ConfigError, match="'gamma'"):
+        config_from_dict({"gamma": 1.5})
+    with pytest.raises(ConfigError, match="'exploration'"):
+        config_from_dict({"exploration": "greedy"})
+    with pytest.raises(ConfigError, match="'opponents'.*'honset'.*'honest'"):
+        config_from_dict({"opponents": {"honset": 1}})
+    with pytest.raises(ConfigError, match="'batch_size'"):
+        config_from_dict({}, ["batch_size=-3"])
+    for name in ("dqn_coupvisor", "dqn_cpu", "bc"):
+        load_config(ROOT / "configs" / f"{name}.yaml")
+    cv = load_config(ROOT / "configs" / "dqn_coupvisor.yaml")
+    assert (cv.seed, cv.gamma, cv.learning_rate, cv.batch_size, cv.buffer_size, cv.warmup_steps,
+            cv.target_update_steps, cv.hidden_sizes, cv.reward) == (42, 0.98, 1e-3, 64, 10000, 256, 200, (128, 128),
+                                                                    "shaped")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("num_envs: 4\nbatchsize: 8\n")
+    from training.train import main
+
+    assert main(["--config", str(bad), "--run-dir", str(tmp_path / "r"), "--no-wandb"]) == 2
+    assert not (tmp_path / "r").exists()  # stopped before any work
+
+
+# ------------------------------------------------------------------ W&B
+def test_wandb_offline_run_writes_files(setup, tmp_path, monkeypatch):
+    from training.train import run_dqn
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
+    summary = run_dqn(setup.config, tmp_path / "run", setup=setup, quiet=True)
+    files = [p for p in (tmp_path / "wb").rglob("*") if p.is_file()]
+    assert any(p.suffix == ".wandb" for p in files), files
+    assert (tmp_path / "run" / "export" / "policy.json").is_file()
+    assert summary["chunks_done"] == setup.config.num_chunks and summary["env_steps_per_s"] > 0
+    assert (tmp_path / "run" / "checkpoints").is_dir()
+
+
+# ------------------------------------------------------------------ data parallel
+MULTI = textwrap.dedent("""
+    import json, sys, jax, numpy as np
+    from training.config import config_from_dict
+    from training.dqn import make_train
+    cfg = config_from_dict(json.loads(sys.argv[1]))
+    out = {}
+    for d in (1, 4):
+        s = make_train(cfg, devices=jax.devices()[:d])
+        rs = s.init(jax.random.PRNGKey(7))
+        rs, m = s.train_chunk(rs)
+        out[d] = (jax.device_get(rs.params), int(m["updates_in_chunk"]), int(m["games"]),
+                  {str(sh) for sh in jax.tree.leaves(jax.tree.map(lambda x: len(x.sharding.device_set), rs))})
+    p1, p4 = out[1][0], out[4][0]
+    err = max(float(np.max(np.abs(a - b))) for a, b in zip(jax.tree.leaves(p1), jax.tree.leaves(p4)))
+    print(json.dumps({"devices": len(jax.devices()), "err": err, "updates": [out[1][1], out[4][1]],
+                      "games": [out[1][2], out[4][2]], "spread": sorted(out[4][3])}))
+""")
+
+
+def test_multi_device_step_matches_one_device():
+    cfg = dict(TINY, num_envs=8, batch_size=8, updates_per_chunk=4, warmup_steps=16, learning_rate=1e-4)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4 --xla_backend_optimization_level=0",
+               JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", MULTI, json.dumps(cfg)], capture_output=True, text=True, env=env,
+                         cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["devices"] == 4
+    assert out["updates"][0] == out["updates"][1] > 0
+    assert out["games"][0] == out["games"][1]
+    assert "4" in out["spread"]  # some state really lives on 4 devices
+    assert out["err"] < 1e-5, out
+
+
+def test_cli_resume_after_interruption_matches(setup, tmp_path):
+    from coupjax.inference import read_export
+    from training.train import run_dqn
+
+    run_dqn(setup.config, tmp_path / "straight", use_wandb=False, setup=setup, quiet=True)
+    first = run_dqn(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True, stop_after=1)
+    assert first["chunks_done"] == 1 and not (tmp_path / "split" / "export").exists()
+    with pytest.raises(ValueError, match="--resume"):
+        run_dqn(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True)
+    run_dqn(setup.config, tmp_path / "split", resume=True, use_wandb=False, setup=setup, quiet=True)
+    assert _same(read_export(tmp_path / "straight")[1], read_export(tmp_path / "split")[1])
+
+
+@pytest.mark.slow
+def test_bc_collect_fit_export_load(tmp_path, request):
+    _skip_unless_selected(request)
+    from training.bc import run_bc
+
+    cfg = config_from_dict({"algo": "bc", "model": "logreg", "num_games": 20, "epochs": 2, "batch_size": 256,
+                            "teachers": {"honest": 1, "bluffer": 1}})
+    summary = run_bc(cfg, tmp_path / "bc", use_wandb=False, quiet=True)
+    assert summary["samples"] > 0 and summary["final"]["val_match"] > 0.3
+    pol = load_policy(tmp_path / "bc")
+    assert pol.info["kind"] == "bc_logreg"
+    env = Env(4)
+    state = env.step(env.init(jax.random.PRNGKey(1)), 2, jax.random.PRNGKey(2))
+    logits = np.asarray(pol(None, state))
+    mask = np.asarray(state.legal_action_mask)
+    assert np.isneginf(logits[~mask]).all() and np.isfinite(logits[mask]).all()
+    probs = np.asarray(jax.nn.softmax(jnp.asarray(logits)))
+    own = np.asarray(jax.nn.softmax(jnp.where(mask, pol.values(state.observation), -jnp.inf)))
+    np.testing.assert_allclose(probs, own, rtol=1e-5, atol=1e-7)  # temperature 1: the cloned distribution
+
+
+@pytest.mark.slow
+def test_pure_train_equals_chunked(setup, two_chunks, request):
+    _skip_unless_selected(request)
+    _, _, rs2, _ = two_chunks
+    rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))
+    assert _same(rs.params, rs2.params) and metrics["win_rate"].shape == (setup.config.num_chunks,)

@@ -1,0 +1,188 @@
+"""Behaviour cloning of the scripted players (CoupVisor IV.M, C.6).
+
+Games are logged through the engine by policies drawn per seat from the ``teachers``
+pool (`collect`: a jitted `lax.scan` of B games with auto-reset, recording every
+decision as ``(obs, mask, action, teacher)``).  As in CoupVisor every logged player is
+imitated, unless ``imitate`` names a subset of teachers.
+
+Two heads on the same observation features (`training.networks.MLP`): ``logreg``
+(multinomial logistic regression: no hidden layer) and ``mlp`` (``hidden_sizes``).
+Both are fitted with Optax AdamW on the cross-entropy of the logged action under the
+masked softmax (illegal actions at -inf), and exported like DQN (``bc_logreg`` /
+``bc_mlp``), for `coupjax.inference.load_policy`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from coupjax import policies as P
+from coupjax.engine import Env
+from training.config import BCConfig, config_to_dict, resolve_pool
+from training.networks import init_params, make_network
+
+
+def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
+    """Jitted ``collect(key) -> (data, games_finished)``: ``steps`` decisions of
+    ``num_envs`` games; data leaves [steps * num_envs, ...]: obs, mask, action, teacher
+    (index into ``list(pool)``)."""
+    names = list(pool)
+    policies = [P.make_policy(x, env) for x in names]
+    w = np.asarray([pool[x] for x in names], np.float64)
+    logw = jnp.log(jnp.asarray(w / w.sum(), jnp.float32))
+    n = env.num_players
+
+    def new_game(key):
+        k1, k2 = jax.random.split(key)
+        return env.init(k1), jax.random.categorical(k2, logw, shape=(n,)).astype(jnp.int32)
+
+    def one_step(s, seats, key):
+        k_pol, k_act, k_step, k_new = jax.random.split(key, 4)
+        teacher = seats[s.current_player]
+        logits = jax.lax.switch(teacher, policies, k_pol, s) if len(policies) > 1 else policies[0](k_pol, s)
+        a = jax.random.categorical(k_act, logits).astype(jnp.int32)
+        rec = {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher}
+        ns = env.step(s, a, k_step)
+        fs, fseats = new_game(k_new)
+        done = ns.terminated
+        ns = jax.tree.map(lambda x, y: jnp.where(done, x, y), fs, ns)
+        return ns, jnp.where(done, fseats, seats), rec, done
+
+    @jax.jit
+    def collect(key):
+        k0, key = jax.random.split(key)
+        s, seats = jax.vmap(new_game)(jax.random.split(k0, num_envs))
+
+        def body(c, k):
+            s, seats, games = c
+            s, seats, rec, done = jax.vmap(one_step)(s, seats, jax.random.split(k, num_envs))
+            return (s, seats, games + done.sum()), rec
+
+        (_, _, games), data = jax.lax.scan(body, (s, seats, jnp.int32(0)), jax.random.split(key, steps))
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), games
+
+    return collect
+
+
+def collect_dataset(env: Env, pool: dict, num_games: int, key, num_envs: int = 256, steps: int = 128) -> dict:
+    """Numpy arrays of at least ``num_games`` games' decisions (calls ``collect`` until enough finish)."""
+    num_envs = min(num_envs, max(num_games, 1))
+    collect = make_collector(env, pool, num_envs, steps)
+    parts, games = [], 0
+    while games < num_games:
+        key, k = jax.random.split(key)
+        data, g = collect(k)
+        parts.append(jax.device_get(data))
+        games += int(g)
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def bc_loss(network, params, obs, mask, action):
+    """Mean cross-entropy of ``action`` under the masked softmax, and the action-match rate."""
+    logits = jnp.where(mask, network.apply({"params": params}, obs), -jnp.inf)
+    logp = jax.nn.log_softmax(logits)
+    nll = -jnp.take_along_axis(logp, action[:, None], axis=-1)[:, 0]
+    acc = (jnp.argmax(logits, axis=-1) == action).mean()
+    return nll.mean(), acc
+
+
+def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
+    """Fit the head of ``cfg.model``; returns (params, history list of per-epoch dicts)."""
+    hidden = () if cfg.model == "logreg" else tuple(cfg.hidden_sizes)
+    network = make_network(env, hidden)
+    k_init, k_split, key = jax.random.split(key, 3)
+    params = init_params(network, k_init, env.observation_shape[0])
+    tx = optax.adamw(cfg.learning_rate, weight_decay=cfg.weight_decay)
+    opt = tx.init(params)
+    N = len(data["action"])
+    perm = np.asarray(jax.random.permutation(k_split, N))
+    n_val = int(round(N * cfg.val_fraction))
+    val, tr = perm[:n_val], perm[n_val:]
+    arrays = {k: jnp.asarray(data[k]) for k in ("obs", "mask", "action")}
+    bs = min(cfg.batch_size, len(tr))
+    steps = len(tr) // bs
+    tr_idx = jnp.asarray(tr)
+    grad = jax.value_and_grad(lambda p, o, m, a: bc_loss(network, p, o, m, a), has_aux=True)
+
+    @jax.jit
+    def epoch(params, opt, key):
+        order = jax.random.permutation(key, tr_idx)[: steps * bs].reshape(steps, bs)
+
+        def body(c, idx):
+            params, opt = c
+            (loss, acc), g = grad(params, arrays["obs"][idx], arrays["mask"][idx], arrays["action"][idx])
+            upd, opt = tx.update(g, opt, params)
+            return (optax.apply_updates(params, upd), opt), jnp.stack([loss, acc])
+
+        (params, opt), m = jax.lax.scan(body, (params, opt), order)
+        return params, opt, m.mean(axis=0)
+
+    @jax.jit
+    def evaluate(params, idx):
+        return bc_loss(network, params, arrays["obs"][idx], arrays["mask"][idx], arrays["action"][idx])
+
+    history = []
+    for e in range(cfg.epochs):
+        key, k = jax.random.split(key)
+        params, opt, m = epoch(params, opt, k)
+        row = {"epoch": e + 1, "train_loss": float(m[0]), "train_match": float(m[1])}
+        if n_val:
+            vl, va = evaluate(params, jnp.asarray(val))
+            row.update(val_loss=float(vl), val_match=float(va))
+        history.append(row)
+        if log is not None:
+            log(row, e + 1)
+    return params, history
+
+
+def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) -> dict:
+    """Collect, fit, export to ``run_dir/export``; returns the summary (also in summary.json)."""
+    from training import checkpoint as C
+    from training.train import _init_wandb, evaluate_win_rates
+
+    t0 = time.time()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = Env(cfg.num_players)
+    pool = resolve_pool(cfg.teachers, cfg.policy_modules, "teachers")
+    key = jax.random.PRNGKey(cfg.seed)
+    k_data, k_fit = jax.random.split(key)
+    data = collect_dataset(env, pool, cfg.num_games, k_data)
+    if cfg.imitate:
+        names = list(pool)
+        keep = np.isin(data["teacher"], [names.index(x) for x in cfg.imitate])
+        data = {k: v[keep] for k, v in data.items()}
+    collect_s = time.time() - t0
+    wb = _init_wandb(cfg, run_dir, use_wandb, False)
+
+    def log(row, step):
+        if not quiet:
+            print(json.dumps(row))
+        if wb is not None:
+            wb.log(row, step=step)
+
+    params, history = fit(cfg, env, data, k_fit, log)
+    kind = "bc_logreg" if cfg.model == "logreg" else "bc_mlp"
+    hidden = () if cfg.model == "logreg" else cfg.hidden_sizes
+    C.write_export(run_dir / "export", params, kind=kind, num_players=env.num_players, hidden_sizes=hidden,
+                   obs_dim=env.observation_shape[0], num_actions=env.num_actions,
+                   temperature=cfg.export_temperature, config=config_to_dict(cfg), extra={"teachers": list(pool)})
+    summary = {"samples": int(len(data["action"])), "collect_seconds": collect_s, "history": history,
+               "final": history[-1] if history else {}}
+    if cfg.eval_games > 0:
+        from coupjax.inference import load_policy
+
+        ev_pool = resolve_pool(cfg.eval_opponents, cfg.policy_modules, "eval_opponents")
+        summary["eval"] = evaluate_win_rates(env, load_policy(run_dir), ev_pool, cfg.eval_games)
+    summary["wall_seconds"] = time.time() - t0
+    (run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=2))
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if wb is not None:
+        wb.finish()
+    return summary

@@ -1,0 +1,288 @@
+"""Run configuration: YAML files in ``configs/`` loaded into frozen dataclasses.
+
+``load_config(path, overrides)`` reads a YAML mapping, applies ``key=value`` overrides
+(values parsed as YAML), and checks every key and value *before* anything is computed.
+An unknown key stops the run with a message naming it and the nearest known key::
+
+    config key 'lr' is not known; did you mean 'learning_rate'?
+
+``algo`` selects the dataclass: ``dqn`` -> `DQNConfig`, ``bc`` -> `BCConfig`.
+
+Opponent pools (``opponents`` for DQN, ``teachers`` for BC) are one of:
+
+* a mapping ``policy name -> weight`` over registered policy names
+  (`coupjax.policies.policy_names`), e.g. ``{honest: 1, bluffer: 2}``;
+* the name of a condition in `coupjax.policies.CONDITIONS` (``aggressive_heavy``);
+* ``scripted``: uniform over random, honest, cautious, aggressive, bluffer, plus
+  ``belief_ev`` when that policy is registered at run time;
+* a single registered policy name (every opponent seat plays it).
+
+``policy_modules`` lists extra modules imported first, for policies registered
+outside `coupjax.policies`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+SCRIPTED_POOL = ("random", "honest", "cautious", "aggressive", "bluffer", "belief_ev")
+
+
+class ConfigError(ValueError):
+    """A config key or value is wrong; the message names the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    algo: str = "dqn"
+    seed: int = 42
+    num_players: int = 4
+    # --- the learner's view
+    num_envs: int = 1  # games stepped in parallel (B); sharded over jax.devices()
+    opponents: Any = "scripted"  # pool, see the module doc
+    policy_modules: tuple = ()
+    reward: str = "shaped"  # shaped | win | engine (training.rewards)
+    max_inner_steps: int = 4096  # safety cap on opponent steps between two learner decisions
+    # --- DQN
+    gamma: float = 0.98
+    learning_rate: float = 1e-3
+    batch_size: int = 64
+    buffer_size: int = 10_000  # transitions (rows of num_envs)
+    warmup_steps: int = 256  # transitions stored before the first update
+    target_update_steps: int = 200  # gradient updates between target syncs
+    hidden_sizes: tuple = (128, 128)
+    loss: str = "mse"  # mse | huber
+    max_grad_norm: float = 0.0  # 0: no clipping
+    double_q: bool = False  # False: the max over legal actions of Q_target (CoupVisor C.5)
+    gradient_steps: int = 1  # gradient updates per env step of the batch
+    # --- exploration
+    exploration: str = "epsilon_greedy"  # epsilon_greedy | boltzmann
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_decay_steps: int = 5_000  # env steps of the batch (scan iterations)
+    temperature: float = 1.0  # Boltzmann temperature (q-value units)
+    # --- loop, logging, checkpoints, export
+    updates_per_chunk: int = 500  # scan iterations per jitted chunk (one env step of the batch + gradient_steps)
+    num_chunks: int = 20
+    checkpoint_every: int = 1  # chunks
+    max_checkpoints: int = 2
+    export_temperature: float = 0.0  # load_policy default: 0 greedy (ties uniform), > 0 softmax(q / T)
+    eval_games: int = 0  # after training: games vs 3 opponents drawn from eval_opponents (0: skip)
+    eval_opponents: Any = "scripted"
+    wandb_project: str = "coupjax"
+    wandb_mode: str = ""  # "" -> $WANDB_MODE, default offline
+
+
+@dataclasses.dataclass(frozen=True)
+class BCConfig:
+    algo: str = "bc"
+    seed: int = 0
+    num_players: int = 4
+    model: str = "logreg"  # logreg | mlp
+    hidden_sizes: tuple = (128, 128)  # mlp only
+    teachers: Any = "scripted"  # seats of the logged games drawn from this pool
+    imitate: tuple = ()  # teacher names whose decisions are imitated; () = every logged player
+    policy_modules: tuple = ()
+    num_games: int = 2000
+    max_steps: int = 3000
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.0
+    batch_size: int = 512
+    epochs: int = 5
+    val_fraction: float = 0.1
+    export_temperature: float = 1.0  # 1: sample the cloned distribution
+    eval_games: int = 0
+    eval_opponents: Any = "scripted"
+    wandb_project: str = "coupjax"
+    wandb_mode: str = ""
+
+
+CONFIG_CLASSES = {"dqn": DQNConfig, "bc": BCConfig}
+
+_CHOICES = {
+    "reward": ("shaped", "win", "engine"),
+    "loss": ("mse", "huber"),
+    "exploration": ("epsilon_greedy", "boltzmann"),
+    "model": ("logreg", "mlp"),
+    "wandb_mode": ("", "offline", "online", "disabled"),
+}
+_POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps", "updates_per_chunk", "num_chunks",
+                 "checkpoint_every", "max_checkpoints", "num_games", "max_steps", "epochs", "gradient_steps",
+                 "max_inner_steps", "epsilon_decay_steps"}
+_NONNEG_INT = {"warmup_steps", "eval_games", "seed"}
+_UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction"}
+_POSITIVE_FLOAT = {"learning_rate", "temperature"}
+_NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay"}
+_POOLS = {"opponents", "teachers", "eval_opponents"}
+
+
+def _fail(msg):
+    raise ConfigError(msg)
+
+
+def _check_value(name: str, value, cls) -> Any:
+    """Type- and range-check one value; returns it normalised (lists -> tuples)."""
+    default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
+    if name in _POOLS:
+        if not isinstance(value, (str, Mapping)):
+            _fail(f"config key {name!r} must be a policy pool (a mapping name -> weight, a condition name, "
+                  f"'scripted' or a policy name), got {value!r}")
+        return dict(value) if isinstance(value, Mapping) else value
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            _fail(f"config key {name!r} must be true or false, got {value!r}")
+        return value
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)):
+            _fail(f"config key {name!r} must be a list, got {value!r}")
+        value = tuple(value)
+        if name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in value):
+            _fail(f"config key 'hidden_sizes' must be a list of positive ints, got {list(value)!r}")
+        if name in ("policy_modules", "imitate") and not all(isinstance(x, str) for x in value):
+            _fail(f"config key {name!r} must be a list of strings, got {list(value)!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            else:
+                _fail(f"config key {name!r} must be an integer, got {value!r}")
+        if name in _POSITIVE_INT and value <= 0:
+            _fail(f"config key {name!r} must be > 0, got {value}")
+        if name in _NONNEG_INT and value < 0:
+            _fail(f"config key {name!r} must be >= 0, got {value}")
+        if name == "num_players" and not 2 <= value <= 6:
+            _fail(f"config key 'num_players' must be from 2 to 6, got {value}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            _fail(f"config key {name!r} must be a number, got {value!r}")
+        value = float(value)
+        if not math.isfinite(value):
+            _fail(f"config key {name!r} must be finite, got {value}")
+        if name in _UNIT and not 0.0 <= value <= 1.0:
+            _fail(f"config key {name!r} must be in [0, 1], got {value}")
+        if name in _POSITIVE_FLOAT and value <= 0:
+            _fail(f"config key {name!r} must be > 0, got {value}")
+        if name in _NONNEG_FLOAT and value < 0:
+            _fail(f"config key {name!r} must be >= 0, got {value}")
+        return value
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            _fail(f"config key {name!r} must be a string, got {value!r}")
+        if name in _CHOICES and value not in _CHOICES[name]:
+            _fail(f"config key {name!r} must be one of {', '.join(repr(c) for c in _CHOICES[name])}, got {value!r}")
+        return value
+    return value
+
+
+def config_from_dict(raw: Mapping, overrides=()) -> DQNConfig | BCConfig:
+    """Validate a mapping (plus ``key=value`` overrides) into a frozen config."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        _fail(f"a config must be a mapping of key: value, got {type(raw).__name__}")
+    data = dict(raw)
+    for item in overrides:
+        if "=" not in item:
+            _fail(f"override {item!r} must look like key=value")
+        k, v = item.split("=", 1)
+        data[k.strip()] = yaml.safe_load(v)
+    algo = data.get("algo", "dqn")
+    if algo not in CONFIG_CLASSES:
+        _fail(f"config key 'algo' must be one of {', '.join(map(repr, CONFIG_CLASSES))}, got {algo!r}")
+    cls = CONFIG_CLASSES[algo]
+    names = [f.name for f in dataclasses.fields(cls)]
+    for key in data:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
+            if not close:  # abbreviations: 'lr' -> 'learning_rate'
+                initials = {"".join(w[0] for w in n.split("_")): n for n in names}
+                close = [initials[key]] if key in initials else []
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            _fail(f"config key {key!r} is not known{hint}")
+    values = {k: _check_value(k, v, cls) for k, v in data.items()}
+    cfg = cls(**values)
+    _check_cross(cfg)
+    return cfg
+
+
+def _check_cross(cfg) -> None:
+    if isinstance(cfg, DQNConfig):
+        if cfg.buffer_size < cfg.num_envs:
+            _fail(f"config key 'buffer_size' ({cfg.buffer_size}) must be at least num_envs ({cfg.num_envs})")
+        if cfg.epsilon_end > cfg.epsilon_start:
+            _fail("config key 'epsilon_end' must not exceed epsilon_start")
+    for key in ("opponents", "teachers", "eval_opponents"):
+        if hasattr(cfg, key):
+            resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
+    if isinstance(cfg, BCConfig) and cfg.imitate:
+        pool = resolve_pool(cfg.teachers, cfg.policy_modules, "teachers")
+        bad = [x for x in cfg.imitate if x not in pool]
+        if bad:
+            _fail(f"config key 'imitate' names {bad} that are not in the teachers pool {sorted(pool)}")
+
+
+def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, float]:
+    """A pool spec -> {registered policy name: weight > 0} (see the module doc)."""
+    for mod in policy_modules:
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            _fail(f"config key 'policy_modules': cannot import {mod!r} ({e})")
+    from coupjax import policies as P
+
+    known = P.policy_names()
+    if isinstance(spec, str):
+        if spec == "scripted":
+            return {name: 1.0 for name in SCRIPTED_POOL if name in known}
+        if spec in P.CONDITIONS:
+            spec = dict(P.CONDITIONS[spec])
+        elif spec in known:
+            spec = {spec: 1.0}
+        else:
+            close = difflib.get_close_matches(spec, known + list(P.CONDITIONS) + ["scripted"], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            _fail(f"config key {key!r}: {spec!r} is neither a registered policy, a condition nor 'scripted'{hint}")
+    pool = {}
+    for name, weight in dict(spec).items():
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+            _fail(f"config key {key!r}: policy {name!r} is not registered{hint}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0 or not math.isfinite(weight):
+            _fail(f"config key {key!r}: weight of {name!r} must be a number >= 0, got {weight!r}")
+        if weight > 0:
+            pool[str(name)] = float(weight)
+    if not pool:
+        _fail(f"config key {key!r}: the pool has no policy with a positive weight")
+    return pool
+
+
+def load_config(path, overrides=()) -> DQNConfig | BCConfig:
+    """Read and validate a YAML config file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {str(p)!r} does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
+    return config_from_dict(raw, overrides)
+
+
+def config_to_dict(cfg) -> dict:
+    """JSON-able dict (tuples -> lists)."""
+    return json.loads(json.dumps(dataclasses.asdict(cfg)))
+
+
+def replace(cfg, **changes):
+    """A validated copy with ``changes``."""
+    return config_from_dict({**config_to_dict(cfg), **changes})

@@ -1,0 +1,281 @@
+"""Command line: ``python -m training.train --config FILE --run-dir DIR [--resume]
+[--no-wandb] [--set key=value ...]``.
+
+The config is loaded and checked before anything is computed (a bad key or value
+exits with status 2 and a message naming it).  W&B runs offline unless the user opts
+in (``WANDB_MODE`` defaults to ``offline``; ``--no-wandb`` turns it off); its files go
+under ``DIR`` unless ``WANDB_DIR`` is set.
+
+DQN: one AOT-compiled ``train_chunk`` is called once per chunk (a rich progress bar
+over chunks); every chunk logs its metrics to W&B and saves an Orbax checkpoint every
+``checkpoint_every`` chunks; ``--resume`` restores the latest one and continues with
+the identical next chunk.  At the end ``DIR/export/`` is written
+(`coupjax.inference.load_policy`), then an optional evaluation, and ``DIR/summary.json``
+(wall time, compile time, env steps per second, final metrics).
+
+BC: collects games of the scripted teachers, fits, exports (``training.bc``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
+
+
+# ------------------------------------------------------------------ evaluation
+def evaluate_win_rates(env, policy, pool: dict, num_games: int, seed: int = 1234, baselines=True,
+                       num_slots: int = 250, max_steps_per_game: int = 3000) -> dict:
+    """Win rate of ``policy`` in one seat (uniform) vs n-1 opponents drawn from ``pool``.
+
+    ``num_slots`` games run in parallel; each slot plays ``ceil(num_games / num_slots)``
+    complete games in turn (auto-reset), so a long game does not hold the whole batch up
+    and every game counts (no bias toward short games).  With ``baselines`` the same
+    protocol, keys and seat draws are run with every policy of the pool in the candidate
+    seat.  Returns {name: {win_rate, ci95 (Wilson), games, wins}} with "candidate" for
+    ``policy``; one compile for all.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from coupjax import policies as P
+    from coupjax.metrics import wilson_interval
+
+    names = list(pool)
+    w = np.asarray([pool[x] for x in names], np.float64)
+    logw = jnp.log(jnp.asarray(w / w.sum(), jnp.float32))
+    policies = [policy] + [P.make_policy(x, env) for x in names]
+    n = env.num_players
+    slots = min(num_slots, num_games)
+    per_slot = -(-num_games // slots)
+
+    def new_game(key, cand):
+        k1, k2, k3 = jax.random.split(key, 3)
+        seat = jax.random.randint(k2, (), 0, n)
+        idx = 1 + jax.random.categorical(k3, logw, shape=(n,))
+        return env.init(k1), jnp.where(jnp.arange(n) == seat, cand, idx).astype(jnp.int32), seat
+
+    def slot_run(key, cand):
+        k0, key = jax.random.split(key)
+        s, idx, seat = new_game(jax.random.fold_in(k0, 0), cand)
+
+        def cond(c):
+            return c[3] < per_slot
+
+        def body(c):
+            s, idx, seat, done, wins, steps, key = c
+            key, k_pol, k_act, k_step = jax.random.split(key, 4)
+            logits = jax.lax.switch(idx[s.current_player], policies, k_pol, s)
+            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
+            ns = env.step(s, a, k_step)
+            over = ns.terminated | (steps + 1 >= max_steps_per_game)
+            won = ns.terminated & (env.placements(ns)[0] == seat)
+            fs, fidx, fseat = new_game(jax.random.fold_in(k0, done + 1), cand)
+            return (jax.tree.map(lambda x, y: jnp.where(over, x, y), fs, ns), jnp.where(over, fidx, idx),
+                    jnp.where(over, fseat, seat), done + over, wins + won, jnp.where(over, 0, steps + 1), key)
+
+        c = jax.lax.while_loop(cond, body, (s, idx, seat, jnp.int32(0), jnp.int32(0), jnp.int32(0), key))
+        return c[4]
+
+    run = jax.jit(lambda key, cand: jax.vmap(slot_run, in_axes=(0, None))(jax.random.split(key, slots), cand))
+    key = jax.random.PRNGKey(seed)
+    out = {}
+    for ci, name in [(0, "candidate")] + ([(i + 1, x) for i, x in enumerate(names)] if baselines else []):
+        wins = int(np.asarray(run(key, jnp.int32(ci))).sum())
+        games = slots * per_slot
+        lo, hi = wilson_interval(wins, games)
+        out[name] = {"win_rate": wins / games, "ci95": [lo, hi], "games": games, "wins": wins}
+    return out
+
+
+# ------------------------------------------------------------------ W&B
+def _init_wandb(cfg, run_dir: Path, enabled: bool, resume: bool):
+    if not enabled:
+        return None
+    os.environ.setdefault("WANDB_MODE", cfg.wandb_mode or "offline")
+    if cfg.wandb_mode:
+        os.environ["WANDB_MODE"] = cfg.wandb_mode
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb
+
+    id_file = run_dir / "wandb_id.txt"
+    run_id = id_file.read_text().strip() if (resume and id_file.is_file()) else uuid.uuid4().hex[:12]
+    id_file.write_text(run_id)
+    wandb_dir = Path(os.environ.get("WANDB_DIR", run_dir))
+    wandb_dir.mkdir(parents=True, exist_ok=True)
+    return wandb.init(project=cfg.wandb_project, dir=str(wandb_dir), config=config_to_dict(cfg), id=run_id,
+                      resume="allow", name=run_dir.name, reinit="finish_previous")
+
+
+def _log(wb, metrics: dict, step: int):
+    if wb is None:
+        return
+    import wandb
+
+    out = {}
+    for k, v in metrics.items():
+        if k == "action_hist":
+            counts = np.asarray(v)
+            out["actions/hist"] = wandb.Histogram(np_histogram=(counts, np.arange(len(counts) + 1)))
+            out.update({f"actions/{i}": int(c) for i, c in enumerate(counts)})
+        elif np.ndim(v) == 0:
+            out[k] = float(v)
+    wb.log(out, step=int(step))
+
+
+def _progress(total: int, done: int, quiet: bool):
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    prog = Progress(TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet, transient=False)
+    task = prog.add_task("train", total=total, completed=done, info="compiling")
+    return prog, task
+
+
+# ------------------------------------------------------------------ DQN
+# keys that may change between a checkpoint and its resumption (they do not shape the state)
+RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "eval_games",
+                    "eval_opponents", "wandb_project", "wandb_mode"}
+
+def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = True, setup=None, quiet: bool = False,
+            stop_after: int | None = None) -> dict:
+    """Train (or resume) a DQN run in ``run_dir``; returns the summary dict.
+
+    ``setup``: a prebuilt `training.dqn.make_train(cfg)` (tests reuse compiles);
+    ``stop_after``: stop after this many chunks in this call (simulates an interruption).
+    """
+    import jax
+
+    from training import checkpoint as C
+    from training.dqn import make_train
+
+    t_start = time.time()
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ckpt_dir = run_dir / "checkpoints"
+    existing = C.latest_step(ckpt_dir)
+    if existing is not None and not resume:
+        raise ValueError(f"{str(ckpt_dir)!r} already holds checkpoints; pass --resume or use a new --run-dir")
+    setup = make_train(cfg) if setup is None else setup
+    cfg_dict = config_to_dict(cfg)
+    (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
+
+    if resume and existing is not None:
+        host, saved_cfg, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
+        diff = sorted(k for k in set(saved_cfg) | set(cfg_dict)
+                      if saved_cfg.get(k) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
+        if diff:
+            raise ValueError(f"the checkpoint in {str(ckpt_dir)!r} was made with another config (keys {diff})")
+        rs = setup.put(host)
+    else:
+        done = 0
+        rs = setup.init(jax.random.PRNGKey(cfg.seed))
+    manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
+    wb = _init_wandb(cfg, run_dir, use_wandb, resume)
+
+    t0 = time.time()
+    chunk = setup.train_chunk.lower(rs).compile()  # the one compiled function for every chunk
+    compile_s = time.time() - t0
+    prog, task = _progress(cfg.num_chunks, done, quiet)
+    train_s, env_steps, transitions, last = 0.0, 0, 0, {}
+    history = []
+    with prog:
+        prog.update(task, info=f"compiled in {compile_s:.0f}s")
+        stop = cfg.num_chunks if stop_after is None else min(cfg.num_chunks, done + stop_after)
+        for c in range(done, stop):
+            t1 = time.time()
+            rs, m = chunk(rs)
+            m = jax.device_get(m)
+            dt = time.time() - t1
+            train_s += dt
+            env_steps += int(m["env_steps"])
+            transitions += int(m["transitions"])
+            m = dict(m, chunk=c + 1, chunk_seconds=dt, env_steps_per_s=m["env_steps"] / dt,
+                     transitions_per_s=m["transitions"] / dt)
+            _log(wb, m, int(m["step"]))
+            last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
+            history.append({k: v for k, v in last.items() if k != "action_hist"})
+            if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
+                C.save_checkpoint(manager, c + 1, rs, cfg_dict)
+            if quiet:
+                print(json.dumps({k: round(last[k], 4) for k in ("chunk", "win_rate", "loss", "q_mean", "epsilon",
+                                  "entropy", "env_steps_per_s", "chunk_seconds")}), flush=True)
+            prog.update(task, advance=1, info=f"win {last['win_rate']:.3f} loss {last['loss']:.4f} "
+                        f"eps {last['epsilon']:.2f} {last['env_steps_per_s']:.0f} env steps/s")
+    summary = {"chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
+               "env_steps": env_steps, "transitions": transitions,
+               "env_steps_per_s": env_steps / max(train_s, 1e-9),
+               "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
+    if stop == cfg.num_chunks:
+        export_dqn(setup, rs.params, run_dir / "export")
+        if cfg.eval_games > 0:
+            from coupjax.inference import load_policy
+            from training.config import resolve_pool
+
+            t2 = time.time()
+            pool = resolve_pool(cfg.eval_opponents, cfg.policy_modules, "eval_opponents")
+            summary["eval"] = evaluate_win_rates(setup.env, load_policy(run_dir), pool, cfg.eval_games)
+            summary["eval_seconds"] = time.time() - t2
+            if wb is not None:
+                wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
+                       step=int(rs.step))
+    summary["wall_seconds"] = time.time() - t_start
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if wb is not None:
+        wb.summary.update({k: v for k, v in summary.items() if np.ndim(v) == 0})
+        wb.finish()
+    manager.close()
+    return summary
+
+
+def export_dqn(setup, params, export_dir):
+    from training import checkpoint as C
+
+    cfg, env = setup.config, setup.env
+    return C.write_export(export_dir, params, kind="dqn", num_players=env.num_players,
+                          hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0],
+                          num_actions=env.num_actions, temperature=cfg.export_temperature,
+                          config=config_to_dict(cfg), extra={"opponents": setup.learner.names})
+
+
+# ------------------------------------------------------------------ CLI
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", required=True, help="YAML config file (configs/*.yaml)")
+    ap.add_argument("--run-dir", required=True, help="directory for checkpoints, export, W&B files, summary")
+    ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --run-dir")
+    ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.set)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("WANDB_MODE", "offline")
+    if isinstance(cfg, BCConfig):
+        from training.bc import run_bc
+
+        summary = run_bc(cfg, args.run_dir, use_wandb=not args.no_wandb, quiet=args.quiet)
+    else:
+        summary = run_dqn(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
+    brief = {k: v for k, v in summary.items() if k not in ("history", "final")}
+    print(json.dumps(brief, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
