@@ -1,7 +1,8 @@
 """coupjax: a pure-functional Coup engine in JAX, with beliefs, advice and learning."""
 from coupjax import rules
 from coupjax.engine import Env, observation_layout
+from coupjax.inference import load_policy
 from coupjax.match import Match
 from coupjax.state import Event, State
 
-__all__ = ["Env", "Match", "State", "Event", "rules", "observation_layout"]
+__all__ = ["Env", "Match", "State", "Event", "rules", "observation_layout", "load_policy"]

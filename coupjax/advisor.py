@@ -285,7 +285,7 @@ def threshold_parts(context, me_one, c_one, threat, stake, params: AdvisorParams
     t_a = _theta(context, me_one, f, f, stake, params)
     t_b = _theta(context, me_one, c_one, f, stake, params)
     t_c = _theta(context, me_one, c_one, threat, stake, params)
-    delta = STYLES[style]
+    delta = STYLES[style] if isinstance(style, str) else style  # a name, or the delta itself (may be traced)
     theta = jnp.clip(t_c + delta, params.theta_min, params.theta_max)
     return dict(base=base, adj_observer=t_a - base, adj_claimant=t_b - t_a, adj_threat=t_c - t_b,
                 style=theta - t_c, theta=theta)
@@ -361,7 +361,7 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     ``deck`` (cards in the deck), ``renewals`` (claimant's hand renewals).
     Outside a challenge decision ``challenge`` is False.
     """
-    if style not in STYLES:
+    if isinstance(style, str) and style not in STYLES:
         raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
     ctx = challenge_context(obs, num_players)
     p = ctx.pop("obs")
@@ -452,10 +452,12 @@ def challenge_advice(obs, num_players: int, belief: str = "exact", params: Advis
     """Convenience (not jittable): `advise_challenge` run jitted, as Python values, plus
     ``explanation``, ``kind_name``, ``role_name`` and ``recommendation`` ("challenge" |
     "don't challenge" | "close call: don't challenge" | "no decision")."""
-    key = (num_players, belief, style, calibrated)
+    if style not in STYLES:
+        raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
+    key = (num_players, belief, calibrated)  # the style delta is an argument: one compilation for all styles
     if key not in _JIT_ADVISE:
-        _JIT_ADVISE[key] = jax.jit(lambda o, prm: advise_challenge(o, num_players, belief, prm, style, calibrated))
-    adv = jax.tree.map(np.asarray, _JIT_ADVISE[key](jnp.asarray(obs, jnp.float32), params))
+        _JIT_ADVISE[key] = jax.jit(lambda o, prm, d: advise_challenge(o, num_players, belief, prm, d, calibrated))
+    adv = jax.tree.map(np.asarray, _JIT_ADVISE[key](jnp.asarray(obs, jnp.float32), params, jnp.float32(STYLES[style])))
     out = {k: (v.tolist() if v.ndim else v.item()) for k, v in adv.items()}
     out["explanation"] = explain_challenge(adv, num_players, belief, style, observer_seat, calibrated)
     out["kind_name"] = KINDS[out["kind"]] if out["kind"] >= 0 else None

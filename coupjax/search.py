@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -625,6 +625,7 @@ def explain(advice: dict, top: int = 3) -> str:
     chosen = next(r for r in rows if r["action"] == advice["action"])
     how = {"expected": "plays the action with the highest average value",
            "thompson": "plays each action with the share of worlds in which it is best (a Thompson draw)",
-           "regularized": f"mixes the rollout policy with the values (pi ∝ pi_rollout·exp(Q/{b['tau']}))"}[advice["mode"]]
+           "regularized": f"mixes the rollout policy with the values (pi ∝ pi_rollout·exp(Q/{b['tau']}))",
+           }[advice["mode"]]
     parts.append(f"Mode {advice['mode']} {how}: {advice['action']} (probability {chosen['prob']:.2f}).")
     return " ".join(parts)

@@ -153,18 +153,22 @@ def flatten_records(rec) -> dict:
 ROW_BLOCK = 4096
 
 
-SCORED = {"coupvisor": ("coupvisor", True), "exact": ("exact", True),
-          "coupvisor_uncalibrated": ("coupvisor", False), "exact_uncalibrated": ("exact", False)}
+SCORED = ("coupvisor", "exact", "coupvisor_uncalibrated", "exact_uncalibrated")
 
 
 def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced"):
-    """Jitted ``score(obs f32[R, obs]) -> dict`` of per-belief advice arrays (`SCORED`)."""
+    """Jitted ``score(obs f32[R, obs]) -> dict`` of advice arrays per `SCORED` entry (the
+    uncalibrated entries reuse the belief's raw p_truth under the same thresholds)."""
     def one(o):
         out = {}
-        for name, (belief, calibrated) in SCORED.items():
-            adv = A.advise_challenge(o, n, belief, params, style, calibrated)
-            out[name] = {k: adv[k] for k in ("p_truth", "p_raw", "theta", "challenge", "impossible", "close_call")}
-        adv = A.advise_challenge(o, n, "exact", params, style)
+        for belief in A.BELIEFS:
+            adv = A.advise_challenge(o, n, belief, params, style)
+            out[belief] = {k: adv[k] for k in ("p_truth", "p_raw", "theta", "challenge", "impossible", "close_call")}
+            raw = jnp.where(adv["impossible"], 0.0, adv["p_raw"])
+            out[belief + "_uncalibrated"] = dict(
+                out[belief], p_truth=raw,
+                challenge=adv["decision"] & (adv["impossible"] | (raw < adv["theta"] - params.band)),
+                close_call=adv["decision"] & ~adv["impossible"] & (jnp.abs(raw - adv["theta"]) <= params.band))
         out["ctx"] = {k: adv[k] for k in ("decision", "context", "me_hidden", "claimant_hidden", "threat", "stake",
                                          "kind")}
         return out
