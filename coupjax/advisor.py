@@ -535,7 +535,7 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
 
     Returns ``ev`` f32[A] (-inf on illegal and non-main actions), ``best`` i32 (-1 if no
     main action is legal), ``bluff`` bool[A], ``p_challenge`` f32[], ``p_block`` f32[A],
-    ``gain`` f32[A] (EV if unopposed).
+    ``gain`` f32[A] (EV if not challenged; blocks included).
     """
     n = num_players
     T = _tables(n)
@@ -609,7 +609,7 @@ def explain_action(result: dict, num_players: int, observer_seat: int | None = N
             extra += " (a bluff not worth its risk)"
         if r["p_block"][a] > 0:
             extra += f", blocked with p {float(r['p_block'][a]):.2f}"
-        parts.append(f"{name} EV {shown:+.2f} coins (unopposed {float(r['gain'][a]):+.2f}{extra})")
+        parts.append(f"{name} EV {shown:+.2f} coins (if not challenged {float(r['gain'][a]):+.2f}{extra})")
     best = R.action_name(int(r["best"]), seat, n)
     if observer_seat is None and ":" in best:
         best = f"{best.split(':')[0]}:+{(int(best.split(':')[1]) - seat) % n}"
