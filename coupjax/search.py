@@ -61,7 +61,10 @@ fastest; 32k lanes was slower (cache), and stepping a 32k pool in groups of 4k-8
 the last busy group (to make small calls cheap) cost 2x per step in
 dynamic-update-slice copies, so the pool is one vmapped batch.
 
-Randomness is keyed per job and step (``fold_in(job key, t)``), so a decision's result
+Randomness is keyed per job and step (``fold_in(job key, t)``); the job key depends on
+the decision's key, the world and the rollout index but not the action (common random
+numbers: all actions of a (world, rollout) pair see the same random stream, which
+makes their differences less noisy).  So a decision's result
 does not depend on which lanes ran it or what else was in the batch: under `jax.vmap`
 the registered policies switch (via `jax.custom_batching.custom_vmap`) to this pooled,
 batched search and give exactly what one call per state would.  That is what makes the
@@ -79,9 +82,13 @@ Decisions (registered policies; `search_logits`)
   every other legal action ``log(1e-30)`` (about -69: never sampled), illegal -inf.
 * ``regularized``: ``pi(a) ∝ pi_rollout(a) * exp(q[a] / tau)``, the maximiser of
   ``E_pi[q] - tau * KL(pi || pi_rollout)`` -- Ataraxos's KL-regularized policy
-  improvement (its "update step size" is ``1 / tau``: 10 for Barrage Stratego, hence
-  the default ``tau = 0.1``), which keeps the search from over-fitting to the rollout
-  policy's idiosyncrasies.  Logits are the normalised log of that ``pi``.
+  improvement, which keeps the search from over-fitting to the rollout policy's
+  idiosyncrasies.  Default ``tau = 0.02``: Ataraxos's Stratego search weights the
+  reverse KL to its policy network by 0.02 (Table S12; its other games state an
+  "update step size" 1/tau of 5-30).  With the default ``random`` rollout policy the
+  prior is weak, and a larger tau plays closer to random (see `DEFAULT_CONFIG`); with
+  a trained checkpoint as rollout policy a larger tau is the point.  Logits are the
+  normalised log of that ``pi``.
 
 A decision that was not searched (one legal action, or terminated) gets the same
 formulas with ``q = 0`` everywhere: the single legal action, or ``pi_rollout``.
@@ -132,7 +139,7 @@ class SearchConfig:
     rollouts_per_world: int = 1
     rollout_policy: object = "random"
     max_rollout_steps: int | None = 12
-    tau: float = 0.1
+    tau: float = 0.02
     lanes: int = 4096
     posterior: POST.PosteriorParams = POST.PosteriorParams()
     thompson_floor: float = 1e-6
@@ -163,11 +170,19 @@ class SearchConfig:
 
 # The registered policies' default budget: K = 8 worlds x R = 1 rollout per legal action,
 # random rollouts capped at 12 decisions (about one round of a 4-player table) and then
-# scored by `heuristic_value`; 4096 lanes.  Measured: 2,000 4-player games in one
-# `policies.make_table_runner` call (policy list [expected, belief_ev], two seats each)
-# took 321 s including compilation with the load average at 5.5 on 2 cores.  The
+# scored by `heuristic_value`; 4096 lanes.  Measured on 2 shared cores, compilation
+# included: ``python -m evals.seat_table --policy expected --games 2000`` 89 s (load
+# average 1.5); 2,000 games of one `policies.make_table_runner` call with policy list
+# [expected, belief_ev], two seats each, 120 s at load 1.5 and 321 s at load 5.5.  The
 # runner's vmapped `lax.switch` evaluates every policy of its list at every step (on
 # every seat's decisions), so a list holding all three search policies costs ~3x.
+#
+# Strength at this budget (4-player tables, two seats each, win rate per seat, 0.25 is
+# par; 240 games unless noted): expected 0.18 vs belief_ev 0.32 (2,000 games), 0.23 vs
+# honest 0.27, 0.44 vs aggressive 0.06; with rollout_policy="cautious" expected gets
+# 0.21 vs belief_ev 0.29; full-length random rollouts (no cap) are worse (0.13).
+# thompson needs accurate per-world values: 0.04 vs belief_ev at K=8, R=1 (random:
+# 0.008), 0.16 at K=4, R=8.  regularized: 0.16 at tau 0.02, 0.09 at tau 0.1.
 DEFAULT_CONFIG = SearchConfig()
 
 
@@ -363,7 +378,10 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
         job_world = compact(bb * K + kk)
         job_action = compact(ids[bb, aa])
         job_slot = compact((bb * K + kk) * M + aa)
-        local = (kk * M + aa) * Rr + rr  # the job's index within its decision: batch-independent keys
+        # common random numbers: the r-th rollout in world k uses the same key for every
+        # action (the actions' value differences are less noisy); keys depend only on the
+        # decision's own key, never on the batch
+        local = kk * Rr + rr
         job_key = compact(jax.vmap(jax.random.fold_in)(ks[bb, 1], local))
 
         L = min(int(config.lanes), want.shape[0])

@@ -80,7 +80,7 @@ def main(argv=None):
     ap.add_argument("--rollouts", type=int, default=16, help="R per (world, action)")
     ap.add_argument("--max-rollout-steps", type=int, default=None, help="step cap (default: full games)")
     ap.add_argument("--rollout-policy", default="random")
-    ap.add_argument("--lanes", type=int, default=16384, help="rollouts in flight (the work queue's width)")
+    ap.add_argument("--lanes", type=int, default=8192, help="rollouts in flight (the work queue's width)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--compare", action="store_true", help="also time the naive one-loop schedule")
