@@ -123,46 +123,32 @@ def scan_length(batch: int, quick: bool) -> int:
     return 16 if quick else 32
 
 
-def _where_tree(done, new, old):
-    def pick(a, b):
-        return jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b)
-    return jax.tree.map(pick, new, old)
-
-
 # ------------------------------------------------------------------ the measured loops
-def make_live(env: Env, batch: int, steps: int, derive):
-    """jit(state, key) -> (final state, live games per step [T])."""
-    step = jax.vmap(env.step)
+def _make_loop(step_fn, batch: int, steps: int, derive, count):
+    """jit(state, key) -> (final state, count(state before, state after) per step [T])."""
+    step = jax.vmap(step_fn)
 
     def run(state, key):
         def body(carry, _):
             s, k = carry
             k, k_policy, k_step = jax.random.split(k, 3)
-            live = jnp.sum(~s.terminated, dtype=jnp.int32)
             action = uniform_legal(s.legal_action_mask, k_policy)
-            s = step(s, action, derive(k_step, batch))
-            return (s, k), live
-        (state, _), live = jax.lax.scan(body, (state, key), None, length=steps)
-        return state, live
+            new = step(s, action, derive(k_step, batch))
+            return (new, k), count(s, new)
+        (state, _), counts = jax.lax.scan(body, (state, key), None, length=steps)
+        return state, counts
 
     return jax.jit(run)
+
+
+def make_live(env: Env, batch: int, steps: int, derive):
+    """Fresh games stepped with `env.step`; counts the games live before each step."""
+    return _make_loop(env.step, batch, steps, derive, lambda s, _: jnp.sum(~s.terminated, dtype=jnp.int32))
 
 
 def make_autoreset(env: Env, batch: int, steps: int, derive):
-    """jit(state, key) -> (final state, games finished per step [T])."""
-    step = jax.vmap(env.step_autoreset)
-
-    def run(state, key):
-        def body(carry, _):
-            s, k = carry
-            k, k_policy, k_step = jax.random.split(k, 3)
-            action = uniform_legal(s.legal_action_mask, k_policy)
-            s = step(s, action, derive(k_step, batch))
-            return (s, k), jnp.sum(s.terminated, dtype=jnp.int32)
-        (state, _), finished = jax.lax.scan(body, (state, key), None, length=steps)
-        return state, finished
-
-    return jax.jit(run)
+    """Games stepped with `env.step_autoreset`; counts the games finished by each step."""
+    return _make_loop(env.step_autoreset, batch, steps, derive, lambda _, new: jnp.sum(new.terminated, dtype=jnp.int32))
 
 
 def _timed(fn, state, key):

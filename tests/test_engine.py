@@ -65,7 +65,6 @@ def _mixed_policy(key, state, mode):
 
 def _invariants(env, s):
     """Per-game booleans: cards conserved, coins >= 0, mask non-empty before the end."""
-    n = env.num_players
     cards = jnp.concatenate([s._hands.reshape(-1), s._revealed.reshape(-1), s._drawn,
                              jnp.where(jnp.arange(R.DECK_SIZE) < s._deck_size, s._deck, -1)])
     counts = (cards[:, None] == jnp.arange(R.NUM_ROLES)).sum(0)
@@ -75,7 +74,7 @@ def _invariants(env, s):
     ok_turn = s._turn <= R.TURN_CAP
     ok_rewards = jnp.where(s.terminated, jnp.isclose(s.rewards.sum(), 0.0, atol=1e-5), jnp.all(s.rewards == 0))
     ok_hidden = jnp.all(((s._hands >= 0).sum(1) + (s._revealed >= 0).sum(1)) == 2)
-    return jnp.stack([ok_cards, ok_coins, ok_mask, ok_turn, ok_rewards, ok_hidden]) | (n < 0)
+    return jnp.stack([ok_cards, ok_coins, ok_mask, ok_turn, ok_rewards, ok_hidden])
 
 
 def run_property_games(num_players, num_games, seed=0, max_steps=4000):
@@ -132,7 +131,6 @@ def _unseen_permutation(key, state, seat, n):
     """Shuffle every card ``seat`` cannot see among the slots it cannot see."""
     hands = state._hands
     size = state._deck_size
-    deck = jnp.where(jnp.arange(R.DECK_SIZE) < size, state._deck[::-1][R.DECK_SIZE - size + jnp.arange(R.DECK_SIZE) - 0], -1)
     deck = jnp.where(jnp.arange(R.DECK_SIZE) < size, jnp.roll(state._deck[::-1], size - R.DECK_SIZE), -1)
     other = (jnp.arange(n) != seat)[:, None] & (hands >= 0)
     flat = jnp.concatenate([jnp.where(other, hands, -1).reshape(-1), deck])
