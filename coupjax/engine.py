@@ -75,6 +75,30 @@ def _role_counts(cards):
     return (cards[..., None] == jnp.arange(R.NUM_ROLES)).sum(axis=tuple(range(cards.ndim))).astype(jnp.int32)
 
 
+def _take(table, index):
+    """``table[index]`` (first axis) as a one-hot select-and-sum instead of a gather.
+
+    Under `vmap` a per-game index turns plain indexing into an XLA gather, which does
+    not fuse with its neighbours on CPU; the tables here are a few rows long, so the
+    one-hot form is cheaper.  An ``index`` outside the table gives zeros (False).
+    """
+    table = jnp.asarray(table)
+    hit = (jnp.arange(table.shape[0]) == index).reshape((-1,) + (1,) * (table.ndim - 1))
+    if table.dtype == jnp.bool_:
+        return jnp.any(hit & table, axis=0)
+    return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
+
+
+def _rotate(rows, shift):
+    """``rows[(shift + arange(n)) % n]``: rows relative to seat ``shift`` (one-hot, no gather)."""
+    n = rows.shape[0]
+    src = (shift + jnp.arange(n)) % n
+    hit = (src[:, None] == jnp.arange(n)[None, :]).reshape((n, n) + (1,) * (rows.ndim - 1))
+    if rows.dtype == jnp.bool_:
+        return jnp.any(hit & rows[None], axis=1)
+    return jnp.sum(jnp.where(hit, rows[None], 0), axis=1, dtype=rows.dtype)
+
+
 class Env:
     """Coup for ``num_players`` (2..6, static).  Pure functions; wrap them in jit/vmap."""
 
@@ -220,7 +244,7 @@ class Env:
         n, lay = self.num_players, self.layout
         p, phase = s.current_player, s._phase
         a = jnp.clip(action, 0, self.num_actions - 1)
-        legal = s.legal_action_mask[a] & (action >= 0) & (action < self.num_actions)
+        legal = _take(s.legal_action_mask, a) & (action >= 0) & (action < self.num_actions)
         forfeit = ~legal
         s = s.replace(_event=self._blank_event(
             s._step_count, s._turn, p, phase, action, s._actor, s._action, s._target).replace(forfeit=forfeit))
@@ -276,14 +300,14 @@ class Env:
         """Pay the cost; open the reaction window, or resolve at once (income, coup)."""
         n = self.num_players
         p = s.current_player
-        kind = self._main_kind[a]
-        off = self._target_offset[a]
+        kind = _take(self._main_kind, a)
+        off = _take(self._target_offset, a)
         target = jnp.where(off >= 0, (p + off) % n, -1)
-        claim = self._claim[jnp.clip(kind, 0)]
+        claim = _take(self._claim, jnp.clip(kind, 0))
         seats = jnp.arange(n)
-        coins = s._coins - jnp.where(do & (seats == p), self._cost[jnp.clip(kind, 0)], 0)
+        coins = s._coins - jnp.where(do & (seats == p), _take(self._cost, jnp.clip(kind, 0)), 0)
         claims = s._claims + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == claim) & do)
-        opens = self._opens_window[jnp.clip(kind, 0)]
+        opens = _take(self._opens_window, jnp.clip(kind, 0))
         first, _ = self._next_alive_after(s, p, p)
         ev = s._event
         s = s.replace(
@@ -301,7 +325,7 @@ class Env:
     def _block(self, s: State, do, a):
         """The responder claims a blocking role; the actor answers next."""
         p = s.current_player
-        role = self._block_roles[jnp.clip(a - self.layout.block, 0, 3)]
+        role = _take(self._block_roles, jnp.clip(a - self.layout.block, 0, 3))
         seats = jnp.arange(self.num_players)
         blocks = s._blocks + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == role) & do)
         return s.replace(
@@ -322,8 +346,8 @@ class Env:
         p = s.current_player
         of_block = s._phase == R.PH_ANSWER_BLOCK
         claimant = jnp.where(of_block, s._blocker, s._actor)
-        role = jnp.where(of_block, s._block_role, self._claim[jnp.clip(s._action, 0)])
-        hand = s._hands[claimant]
+        role = jnp.where(of_block, s._block_role, _take(self._claim, jnp.clip(s._action, 0)))
+        hand = _take(s._hands, claimant)
         holds = do & jnp.any(hand == role)
         slot = jnp.where(hand[0] == role, 0, 1)
         s = self._push(s, holds, role)
@@ -351,12 +375,12 @@ class Env:
         """The exchanging actor keeps a multiset; the other two cards go back, reshuffled."""
         k = jnp.clip(a - self.layout.keep, 0, R.NUM_KEEPS - 1)
         p = s.current_player
-        pool = _role_counts(s._hands[p]) + _role_counts(s._drawn)
-        back = pool - self._keep_counts[k]
+        pool = _role_counts(_take(s._hands, p)) + _role_counts(s._drawn)
+        back = pool - _take(self._keep_counts, k)
         first = jnp.argmax(back > 0)
         second = jnp.argmax((back - (jnp.arange(R.NUM_ROLES) == first)) > 0)
         s = self._push_two(s, do, first, second)
-        hands = jnp.where((jnp.arange(self.num_players) == p)[:, None] & do, self._keep_hand[k], s._hands)
+        hands = jnp.where((jnp.arange(self.num_players) == p)[:, None] & do, _take(self._keep_hand, k), s._hands)
         s = s.replace(_hands=hands, _drawn=jnp.where(do, -1, s._drawn))
         return self._renew(s, do, p)
 
@@ -371,8 +395,8 @@ class Env:
         kind, actor, target = s._action, s._actor, s._target
         alive = self._alive(s)
         target_alive = (target >= 0) & alive[jnp.clip(target, 0)]
-        stolen = jnp.where((kind == R.STEAL) & target_alive, jnp.minimum(R.STEAL_AMOUNT, s._coins[jnp.clip(target, 0)]), 0)
-        gain = self._gain[jnp.clip(kind, 0)] + stolen
+        stolen = jnp.where((kind == R.STEAL) & target_alive, jnp.minimum(R.STEAL_AMOUNT, _take(s._coins, target)), 0)
+        gain = _take(self._gain, jnp.clip(kind, 0)) + stolen
         coins = s._coins + jnp.where(do & (seats == actor), gain, 0) - jnp.where(do & (seats == target), stolen, 0)
         s = s.replace(_coins=coins)
         exchange = do & (kind == R.EXCHANGE)
@@ -397,7 +421,7 @@ class Env:
 
         Returns (state, the loss is paid and play goes on in this step).
         """
-        hidden = (s._hands[seat] >= 0).sum()
+        hidden = (_take(s._hands, seat) >= 0).sum()
         choose = do & (hidden >= 2)
         s = self._reveal(s, do & (hidden == 1), seat, 0)
         s = s.replace(
@@ -443,12 +467,12 @@ class Env:
         n = self.num_players
         seat = jnp.clip(seat, 0, n - 1)
         index = jnp.clip(index, 0, 1)
-        hand = s._hands[seat]
-        role = hand[index]
-        keep = hand[1 - index]
+        hand = _take(s._hands, seat)
+        role = _take(hand, index)
+        keep = _take(hand, 1 - index)
         row = (jnp.arange(n) == seat) & do
         hands = jnp.where(row[:, None], jnp.stack([keep, jnp.int32(-1)]), s._hands)
-        nrev = (s._revealed[seat] >= 0).sum()
+        nrev = (_take(s._revealed, seat) >= 0).sum()
         revealed = jnp.where(row[:, None] & (jnp.arange(2) == nrev), role, s._revealed)
         out = do & (keep < 0)
         ev = s._event
@@ -467,11 +491,12 @@ class Env:
         Forfeits come first in a step, so its reveals take the event's first slots.
         """
         n = self.num_players
-        hand = s._hands[seat]
+        hand = _take(s._hands, seat)
         row = (jnp.arange(n) == seat) & do
         # hidden + revealed is always 2: fill the empty revealed slots with the hand in order
-        first_empty = (s._revealed[seat] >= 0).sum()
-        revealed_row = jnp.where(first_empty == 0, hand, jnp.stack([s._revealed[seat, 0], hand[0]]))
+        shown = _take(s._revealed, seat)
+        first_empty = (shown >= 0).sum()
+        revealed_row = jnp.where(first_empty == 0, hand, jnp.stack([shown[0], hand[0]]))
         had = hand >= 0
         ev = s._event
         slot = jnp.arange(MAX_REVEALS)
@@ -507,9 +532,9 @@ class Env:
         size = s._deck_size
         top = size - 1
         j = jnp.where(s._shuffled, (u % jnp.maximum(size, 1).astype(jnp.uint32)).astype(jnp.int32), top)
-        card = s._deck[jnp.clip(j, 0)]
+        card = _take(s._deck, jnp.clip(j, 0))
         idx = jnp.arange(R.DECK_SIZE)
-        deck = jnp.where(do & (idx == j), s._deck[jnp.clip(top, 0)], s._deck)
+        deck = jnp.where(do & (idx == j), _take(s._deck, jnp.clip(top, 0)), s._deck)
         deck = jnp.where(do & (idx == top), -1, deck)
         return s.replace(_deck=deck, _deck_size=size - do), jnp.where(do, card, -1)
 
@@ -548,15 +573,16 @@ class Env:
     def _legal_mask(self, s: State):
         n = self.num_players
         p, phase = s.current_player, s._phase
-        coins = s._coins[p]
-        opponents = self._alive(s)[(p + jnp.arange(n)) % n] & (jnp.arange(n) > 0)
+        coins = _take(s._coins, p)
+        opponents = _rotate(self._alive(s), p) & (jnp.arange(n) > 0)
         in_action = phase == R.PH_ACTION
         free = in_action & (coins < R.FORCED_COUP_COINS)
         kind = jnp.clip(s._action, 0)
         in_react, in_answer = phase == R.PH_REACT, phase == R.PH_ANSWER_BLOCK
-        may_block = in_react & self._blockers[kind] & (~self._target_only[kind] | (p == s._target))
-        pool = _role_counts(s._hands[p]) + _role_counts(s._drawn)
-        hidden = (s._hands[p] >= 0).sum()
+        may_block = in_react & _take(self._blockers, kind) & (~_take(self._target_only, kind) | (p == s._target))
+        hand = _take(s._hands, p)
+        pool = _role_counts(hand) + _role_counts(s._drawn)
+        hidden = (hand >= 0).sum()
         keeps = ((phase == R.PH_EXCHANGE) & (self._keep_size == hidden)
                  & jnp.all(self._keep_counts <= pool, axis=1))
         return jnp.concatenate([
@@ -564,7 +590,7 @@ class Env:
             in_action & (coins >= R.ACTION_COST[R.COUP]) & opponents,
             free & (coins >= R.ACTION_COST[R.ASSASSINATE]) & opponents,
             free & opponents,
-            jnp.stack([in_react | in_answer, (in_react & (self._claim[kind] >= 0)) | in_answer]),
+            jnp.stack([in_react | in_answer, (in_react & (_take(self._claim, kind) >= 0)) | in_answer]),
             may_block,
             jnp.broadcast_to(phase == R.PH_LOSE, (2,)),
             keeps,
@@ -573,16 +599,20 @@ class Env:
     def _observe(self, s: State, seat) -> jax.Array:
         n = self.num_players
         rel = lambda x: jnp.where(x >= 0, (x - seat) % n, -1)  # noqa: E731
-        own = (s._hands[seat][:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
+        own = (_take(s._hands, seat)[:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
         sees_drawn = (s._phase == R.PH_EXCHANGE) & (s._actor == seat)
         drawn = jnp.where(sees_drawn, _role_counts(s._drawn), 0)
-        hidden = (s._hands >= 0).sum(axis=1)
-        revealed = (s._revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
-        seats = jnp.concatenate([
-            s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
+        # Per-seat sources packed into one int row each, rotated so the observer is row 0
+        # (one row gather), then expanded into `SEAT_FEATURES`: cheaper than expanding first.
+        packed = jnp.concatenate([
+            s._coins[:, None], s._hands, s._revealed, s._claims, s._blocks,
             s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None],
-        ], axis=1)[(seat + jnp.arange(n)) % n]  # rows relative to the observer
-        claim = jnp.where(s._action >= 0, self._claim[jnp.clip(s._action, 0)], -1)
+        ], axis=1)[(seat + jnp.arange(n)) % n]
+        coins, hands, revealed = packed[:, :1], packed[:, 1:3], packed[:, 3:5]
+        hidden = (hands >= 0).sum(axis=1, keepdims=True)
+        revealed = (revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
+        seats = jnp.concatenate([coins, hidden, hidden > 0, revealed, packed[:, 5:]], axis=1)
+        claim = jnp.where(s._action >= 0, _take(self._claim, jnp.clip(s._action, 0)), -1)
         return jnp.concatenate([
             own.ravel(), drawn.astype(jnp.float32), seats.ravel().astype(jnp.float32),
             _one_hot(s._phase, R.NUM_PHASES), _one_hot(s._action, R.NUM_MAIN_ACTIONS),

@@ -35,6 +35,18 @@ import yaml
 SCRIPTED_POOL = ("random", "honest", "cautious", "aggressive", "bluffer", "belief_ev")
 
 
+# The main job's embedded default (`python -m coupjax`, `make run`): `configs/dqn_cpu.yaml`
+# cut to a third of its updates, so a fresh machine trains and evaluates in minutes.
+QUICKSTART = {
+    "algo": "dqn", "seed": 0, "num_players": 4, "num_envs": 256, "opponents": "scripted", "reward": "win",
+    "gamma": 0.99, "learning_rate": 5e-4, "batch_size": 256, "buffer_size": 131072, "warmup_steps": 4096,
+    "target_update_steps": 500, "hidden_sizes": [128, 128], "loss": "huber", "max_grad_norm": 10.0,
+    "gradient_steps": 2, "exploration": "epsilon_greedy", "epsilon_start": 0.3, "epsilon_end": 0.02,
+    "epsilon_decay_steps": 600, "updates_per_chunk": 250, "num_chunks": 4, "checkpoint_every": 2,
+    "max_checkpoints": 1, "export_temperature": 0.0,
+}
+
+
 class ConfigError(ValueError):
     """A config key or value is wrong; the message names the key."""
 
