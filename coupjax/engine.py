@@ -602,16 +602,12 @@ class Env:
         own = (_take(s._hands, seat)[:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
         sees_drawn = (s._phase == R.PH_EXCHANGE) & (s._actor == seat)
         drawn = jnp.where(sees_drawn, _role_counts(s._drawn), 0)
-        # Per-seat sources packed into one int row each, rotated so the observer is row 0
-        # (one row gather), then expanded into `SEAT_FEATURES`: cheaper than expanding first.
-        packed = jnp.concatenate([
-            s._coins[:, None], s._hands, s._revealed, s._claims, s._blocks,
+        hidden = (s._hands >= 0).sum(axis=1)
+        revealed = (s._revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
+        seats = jnp.concatenate([
+            s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
             s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None],
-        ], axis=1)[(seat + jnp.arange(n)) % n]
-        coins, hands, revealed = packed[:, :1], packed[:, 1:3], packed[:, 3:5]
-        hidden = (hands >= 0).sum(axis=1, keepdims=True)
-        revealed = (revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
-        seats = jnp.concatenate([coins, hidden, hidden > 0, revealed, packed[:, 5:]], axis=1)
+        ], axis=1)[(seat + jnp.arange(n)) % n]  # rows relative to the observer
         claim = jnp.where(s._action >= 0, _take(self._claim, jnp.clip(s._action, 0)), -1)
         return jnp.concatenate([
             own.ravel(), drawn.astype(jnp.float32), seats.ravel().astype(jnp.float32),

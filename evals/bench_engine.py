@@ -20,7 +20,13 @@ figures).  For every batch size ``B`` it measures, on the default JAX device:
     uniformly random legal actions from ``random.Random``, in chunks taken between the
     JAX measurements; the best chunk is the reference (both sides best-of, same load).  The table
     gives JAX / Python ratios of steps/s for (a) and (b) (and of games/s for (b)).
-(d) **bytes of state per game**: the sum of ``nbytes`` over every leaf of one
+(d) **cores.**  On a CPU, JAX runs one XLA device on one thread per op; run as a script,
+    the benchmark first splits the host into ``--host-devices`` XLA devices (default: one
+    per core, via ``--xla_force_host_platform_device_count``, as the trainer's
+    data-parallel step uses them) and measures every batch twice, side by side: on one
+    device, and sharded over all of them (the batch split along its game axis, each
+    device stepping its share; a batch that does not divide evenly is not sharded).
+(e) **bytes of state per game**: the sum of ``nbytes`` over every leaf of one
     ``env.init`` state, observation and event included.
 
 The policy is a cheap uniform-legal sampler, one batch-wide random draw per step: one
@@ -43,17 +49,33 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import platform
 import random
 import sys
 import time
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 
-from coupjax import Env
+def _host_devices_flag(argv) -> None:
+    """Before JAX starts: one XLA host device per core (``--host-devices N`` overrides)."""
+    n = os.cpu_count() or 1
+    if "--host-devices" in argv[:-1]:
+        n = int(argv[argv.index("--host-devices") + 1])
+    flags = os.environ.get("XLA_FLAGS", "")
+    if n > 1 and "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+if __name__ == "__main__":
+    _host_devices_flag(sys.argv)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+
+from coupjax import Env  # noqa: E402
 
 DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
 QUICK_BATCH_SIZES = (1, 256)
@@ -127,16 +149,20 @@ def scan_length(batch: int, quick: bool) -> int:
 
 
 # ------------------------------------------------------------------ the measured loops
-def _make_loop(step_fn, batch: int, steps: int, derive, count):
-    """jit(state, key) -> (final state, count(state before, state after) per step [T])."""
+def _make_loop(step_fn, batch: int, steps: int, derive, count, sharding=None):
+    """jit(state, key) -> (final state, count(state before, state after) per step [T]).
+
+    ``sharding``: the games' sharding over devices (None: one device); the per-game
+    actions and keys are laid out like the games."""
     step = jax.vmap(step_fn)
+    place = (lambda x: x) if sharding is None else (lambda x: jax.lax.with_sharding_constraint(x, sharding))
 
     def run(state, key):
         def body(carry, _):
             s, k = carry
             k, k_policy, k_step = jax.random.split(k, 3)
-            action = uniform_legal(s.legal_action_mask, k_policy)
-            new = step(s, action, derive(k_step, batch))
+            action = place(uniform_legal(s.legal_action_mask, k_policy))
+            new = step(s, action, place(derive(k_step, batch)))
             return (new, k), count(s, new)
         (state, _), counts = jax.lax.scan(body, (state, key), None, length=steps)
         return state, counts
@@ -144,14 +170,23 @@ def _make_loop(step_fn, batch: int, steps: int, derive, count):
     return jax.jit(run)
 
 
-def make_live(env: Env, batch: int, steps: int, derive):
+def make_live(env: Env, batch: int, steps: int, derive, sharding=None):
     """Fresh games stepped with `env.step`; counts the games live before each step."""
-    return _make_loop(env.step, batch, steps, derive, lambda s, _: jnp.sum(~s.terminated, dtype=jnp.int32))
+    return _make_loop(env.step, batch, steps, derive, lambda s, _: jnp.sum(~s.terminated, dtype=jnp.int32),
+                      sharding)
 
 
-def make_autoreset(env: Env, batch: int, steps: int, derive):
+def make_autoreset(env: Env, batch: int, steps: int, derive, sharding=None):
     """Games stepped with `env.step_autoreset`; counts the games finished by each step."""
-    return _make_loop(env.step_autoreset, batch, steps, derive, lambda _, new: jnp.sum(new.terminated, dtype=jnp.int32))
+    return _make_loop(env.step_autoreset, batch, steps, derive,
+                      lambda _, new: jnp.sum(new.terminated, dtype=jnp.int32), sharding)
+
+
+def games_sharding(batch: int, shards: int):
+    """The batch split along its game axis over the first ``shards`` devices (None: one device)."""
+    if shards <= 1 or batch % shards:
+        return None
+    return NamedSharding(Mesh(np.asarray(jax.devices()[:shards]), ("games",)), PartitionSpec("games"))
 
 
 def _timed(fn, state, key):
@@ -160,16 +195,20 @@ def _timed(fn, state, key):
     return time.perf_counter() - t0, out
 
 
-def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float, seed: int) -> dict:
+def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float, seed: int,
+                shards: int = 1) -> dict:
     key_method, key_times = pick_key_method(batch)
     derive = KEY_METHODS[key_method]
     root = jax.random.key(seed)
     init = jax.jit(jax.vmap(env.init))
+    sharding = games_sharding(batch, shards)
     fresh = jax.block_until_ready(init(derive(jax.random.fold_in(root, 0), batch)))
+    if sharding is not None:
+        fresh = jax.block_until_ready(jax.device_put(fresh, sharding))
     max_calls = max(repeats, 200)
 
     # (a) fresh games, live steps only
-    live_fn = make_live(env, batch, steps, derive)
+    live_fn = make_live(env, batch, steps, derive, sharding)
     t0 = time.perf_counter()
     final, live = jax.block_until_ready(live_fn(fresh, jax.random.fold_in(root, 1)))
     compile_live = time.perf_counter() - t0
@@ -182,7 +221,7 @@ def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float,
     live_calls, live_best = calls, best
 
     # (b) auto-reset, chained calls from a warmed-up state
-    auto_fn = make_autoreset(env, batch, steps, derive)
+    auto_fn = make_autoreset(env, batch, steps, derive, sharding)
     t0 = time.perf_counter()
     state, _ = jax.block_until_ready(auto_fn(fresh, jax.random.fold_in(root, 2)))
     compile_auto = time.perf_counter() - t0
@@ -197,7 +236,7 @@ def bench_batch(env: Env, batch: int, steps: int, repeats: int, min_time: float,
     del final, state  # kept alive until here: the results were materialised
 
     return dict(
-        batch=batch, steps=steps, key_method=key_method,
+        batch=batch, steps=steps, key_method=key_method, shards=1 if sharding is None else shards,
         key_us_per_step={k: v * 1e6 for k, v in key_times.items()},
         live_steps_per_s=live_fraction * batch * steps / live_best,
         live_fraction=live_fraction,
@@ -248,9 +287,9 @@ def print_report(report: dict) -> None:
           f"{report['python_steps_per_game']:.1f} steps/game")
     size = (f"state per game: {report['state_bytes_per_game']} bytes "
             f"(observation {report['observation_bytes']} bytes)")
-    columns = ["batch", "T", "keys", "live steps/s", "live %", "x py", "auto-reset steps/s", "games/s",
+    columns = ["batch", "devices", "T", "keys", "live steps/s", "live %", "x py", "auto-reset steps/s", "games/s",
                "x py", "x py games"]
-    rows = [[str(r["batch"]), str(r["steps"]), r["key_method"], _fmt(r["live_steps_per_s"]),
+    rows = [[str(r["batch"]), str(r["shards"]), str(r["steps"]), r["key_method"], _fmt(r["live_steps_per_s"]),
              f"{100 * r['live_fraction']:.0f}", f"{r['ratio_live']:.2f}", _fmt(r["autoreset_steps_per_s"]),
              _fmt(r["autoreset_games_per_s"]), f"{r['ratio_autoreset']:.2f}", f"{r['ratio_autoreset_games']:.2f}"]
             for r in report["results"]]
@@ -293,6 +332,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeats", type=int, default=None, help="least timed calls per measurement (default 5, quick 2)")
     ap.add_argument("--python-seconds", type=float, default=None, help="Python baseline duration (default 3, quick 1)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--host-devices", type=int, default=None,
+                    help="XLA host devices to split a CPU into (default: one per core; set before JAX starts, "
+                         "so only when run as a script)")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
 
@@ -315,19 +357,20 @@ def main(argv=None) -> dict:
     python_chunk()
     total_bytes, obs_bytes = state_bytes(env)
 
+    devices = len(jax.devices())
     results = []
     for batch in batch_sizes:
         steps = args.steps or scan_length(batch, args.quick)
-        log(f"batch {batch}: T={steps} ...")
-        r = bench_batch(env, batch, steps, repeats, min_time, args.seed)
-        python_chunk()
-        results.append(r)
+        for shards in sorted({1, devices if games_sharding(batch, devices) is not None else 1}):
+            log(f"batch {batch} on {shards} device(s): T={steps} ...")
+            results.append(bench_batch(env, batch, steps, repeats, min_time, args.seed, shards))
+            python_chunk()
     py = python_chunk()
     for r in results:
         r["ratio_live"] = r["live_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset"] = r["autoreset_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset_games"] = r["autoreset_games_per_s"] / py["python_games_per_s"]
-        log(f"  keys={r['key_method']} live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
+        log(f"  batch {r['batch']} x{r['shards']} devices: keys={r['key_method']} live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
             f"auto-reset {_fmt(r['autoreset_steps_per_s'])} steps/s (x{r['ratio_autoreset']:.2f}), "
             f"compile {r['compile_s']:.1f} s")
 
