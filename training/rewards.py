@@ -70,3 +70,27 @@ def make_reward(name: str, num_players: int) -> Callable[[RewardInputs], jnp.nda
     R.check_num_players(num_players)
     fn = REWARDS[name]
     return lambda x: fn(x, num_players)
+
+
+# ------------------------------------------------------------------ offline (logged-row) rewards
+# CoupVisor B.2: an environment that steps through logged decisions ("rows").  At each
+# row the policy chooses an action; the logged action is what the logged player did.
+# The reward depends on the chosen action only through the match indicator.
+OFFLINE_REWARDS = ("shaped", "win")
+
+
+def action_match_reward(mode: str, chosen, logged, row_reward, actor_wins):
+    """CoupVisor B.2 reward of choosing ``chosen`` at a logged row (arrays broadcast).
+
+    ``shaped``: the row's shaped reward (B.1: the actor's coin change plus opponents
+    eliminated over the row's transition -- it does not depend on ``chosen``) plus 1 if
+    ``chosen == logged`` (imitating every logged player).
+    ``win``: 1 if ``chosen == logged`` and the row's actor later wins the game, else 0
+    (the per-step term is zero, so the reward is exactly this indicator).
+    """
+    match = jnp.asarray(chosen) == jnp.asarray(logged)
+    if mode == "shaped":
+        return (jnp.asarray(row_reward, jnp.float32) + match).astype(jnp.float32)
+    if mode == "win":
+        return (match & jnp.asarray(actor_wins, bool)).astype(jnp.float32)
+    raise ValueError(f"unknown offline reward {mode!r}; known: {', '.join(OFFLINE_REWARDS)}")
