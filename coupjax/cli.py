@@ -43,6 +43,9 @@ def _simulate(args) -> None:
 
 def _train_and_evaluate(args) -> None:
     os.environ.setdefault("WANDB_MODE", "offline")
+    from coupjax.devices import use_host_cores
+
+    use_host_cores(args.host_devices)  # before JAX starts: the DQN step shards its games over them
     from rich.progress import Progress
 
     from coupjax.engine import Env
@@ -90,6 +93,8 @@ def main(argv=None) -> None:
         p.add_argument("--games", type=int, default=1000, help="evaluation games per policy")
         p.add_argument("--seed", type=int, default=0, help="evaluation seed")
         p.add_argument("--no-wandb", action="store_true")
+        p.add_argument("--host-devices", type=int, default=None,
+                       help="on a CPU, XLA devices for the data-parallel step (default: one per core)")
     sim.add_argument("--players", type=int, default=4)
     sim.add_argument("--games", type=int, default=4096)
     sim.add_argument("--seed", type=int, default=0)

@@ -20,8 +20,8 @@ figures).  For every batch size ``B`` it measures, on the default JAX device:
     uniformly random legal actions from ``random.Random``, in chunks taken between the
     JAX measurements; the best chunk is the reference (both sides best-of, same load).  The table
     gives JAX / Python ratios of steps/s for (a) and (b) (and of games/s for (b)).
-(d) **cores.**  On a CPU, JAX runs one XLA device on one thread per op; run as a script,
-    the benchmark first splits the host into ``--host-devices`` XLA devices (default: one
+(d) **cores.**  On a CPU, JAX gives the host one device and XLA runs most of a step's small
+    ops on one thread, so the benchmark first splits the host into ``--host-devices`` XLA devices (default: one
     per core, via ``--xla_force_host_platform_device_count``, as the trainer's
     data-parallel step uses them) and measures every batch twice, side by side: on one
     device, and sharded over all of them (the batch split along its game axis, each
@@ -49,7 +49,6 @@ import argparse
 import importlib.util
 import json
 import math
-import os
 import platform
 import random
 import sys
@@ -57,25 +56,13 @@ import time
 from pathlib import Path
 
 
-def _host_devices_flag(argv) -> None:
-    """Before JAX starts: one XLA host device per core (``--host-devices N`` overrides)."""
-    n = os.cpu_count() or 1
-    if "--host-devices" in argv[:-1]:
-        n = int(argv[argv.index("--host-devices") + 1])
-    flags = os.environ.get("XLA_FLAGS", "")
-    if n > 1 and "xla_force_host_platform_device_count" not in flags:
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-
-if __name__ == "__main__":
-    _host_devices_flag(sys.argv)
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
-
-from coupjax import Env  # noqa: E402
+from coupjax import Env
+from coupjax.devices import use_host_cores
 
 DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
 QUICK_BATCH_SIZES = (1, 256)
@@ -333,10 +320,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--python-seconds", type=float, default=None, help="Python baseline duration (default 3, quick 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--host-devices", type=int, default=None,
-                    help="XLA host devices to split a CPU into (default: one per core; set before JAX starts, "
-                         "so only when run as a script)")
+                    help="XLA host devices to split a CPU into (default: one per core; see coupjax.devices)")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
+    use_host_cores(args.host_devices)  # before JAX starts its backends (no-op once they run)
 
     batch_sizes = args.batch_sizes or list(QUICK_BATCH_SIZES if args.quick else DEFAULT_BATCH_SIZES)
     repeats = args.repeats or (2 if args.quick else 5)

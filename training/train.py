@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax.devices import use_host_cores
 from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
 
 
@@ -255,11 +256,15 @@ def parse_args(argv=None):
     ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--host-devices", type=int, default=None,
+                    help="on a CPU, XLA devices to split it into for the data-parallel step "
+                         "(default: one per core; 1: one device; see coupjax.devices)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    use_host_cores(args.host_devices)  # before JAX starts its backends
     try:
         cfg = load_config(args.config, args.set)
     except ConfigError as e:
