@@ -1,5 +1,6 @@
 """The main job (`python -m coupjax`): a short training run, then its seat table."""
 import json
+import os
 
 import pytest
 
@@ -27,3 +28,19 @@ def test_simulate_subcommand_writes_figures(tmp_path):
     figures = json.loads(out.read_text())
     assert figures["games"] == 16 and figures["mean_decisions_per_game"] > 2
     assert sum(figures["win_rate_by_seat"]) == pytest.approx(1.0)
+
+
+def test_use_host_cores_sets_the_flag_only_before_jax_starts(monkeypatch):
+    import jax
+
+    from coupjax import devices
+
+    jax.devices()  # the backend runs: asking now must change nothing
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    assert devices.use_host_cores(2) == 1 and "XLA_FLAGS" not in os.environ
+    monkeypatch.setattr(devices, "_backends_started", lambda: False)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    assert devices.use_host_cores(3) == 3
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=3"
+    assert devices.use_host_cores(4) == 1  # the count is already set: the user's choice wins
+    assert devices.use_host_cores(1) == 1
