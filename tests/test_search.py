@@ -229,10 +229,12 @@ def test_worlds_come_from_the_observation(env4, states4):
 
 
 def test_policy_batch_independent(env4, states4):
-    """Registered policy with kwargs; a decision's logits do not depend on the rest of the
-    batch (the pooled custom_vmap search equals one search per state)."""
-    pol = P.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256)
-    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == "random"
+    """Registered policy with kwargs (its own-seat rollout policy and a smoothed belief_ev
+    prior included); a decision's logits do not depend on the rest of the batch (the
+    pooled custom_vmap search equals one search per state)."""
+    pol = P.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256,
+                        rollout_self_policy="honest", prior_policy="belief_ev", prior_uniform=0.1)
+    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == S.DEFAULT_CONFIG.rollout_policy
     fn = jax.jit(jax.vmap(pol))
     B = states4.current_player.shape[0]
     keys = jax.random.split(jax.random.PRNGKey(10), B)
@@ -257,4 +259,32 @@ def test_config_validation(env4):
     cfg = dataclasses.replace(S.DEFAULT_CONFIG, rollout_policy=lambda k, s: s.legal_action_mask * 0.0)
     assert callable(S.resolve_policy(env4, cfg.rollout_policy))
     assert S.max_legal_actions(4) == 13 and S.max_legal_actions(2) == 7
+    assert S.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
+    with pytest.raises(ValueError):
+        S.SearchConfig(prior_uniform=1.0)
+    with pytest.raises(TypeError):
+        S.SearchConfig(rollout_self_policy=3)
     assert set(S.MODES) <= set(P.policy_names())
+
+
+def test_scripted_mix_is_the_average_of_the_bots(env4):
+    """The fused `scripted_mix` equals the average of the five scripted bots' distributions
+    (default weights) and a single bot with one-hot weights, on positions from every phase."""
+    run = P.make_table_runner(env4, [P.make_policy("random", env4)])
+    limit = jnp.asarray(np.random.default_rng(0).integers(0, 60, 256), jnp.int32)
+    states, _ = run(jax.random.PRNGKey(0), jnp.zeros((256, 4), jnp.int32), limit)
+    assert len(set(np.asarray(states._phase).tolist())) >= 4
+    keys = jax.random.split(jax.random.PRNGKey(1), 256)
+
+    def probs(pol):
+        return np.asarray(jax.jit(jax.vmap(lambda k, s: jax.nn.softmax(pol(k, s))))(keys, states))
+
+    bots = [probs(P.make_policy(name, env4)) for name in S.MIX_NAMES]
+    mix = P.make_policy("scripted_mix", env4)
+    np.testing.assert_allclose(probs(mix), np.mean(bots, axis=0), atol=1e-5)
+    np.testing.assert_array_equal(np.isneginf(np.asarray(jax.vmap(mix)(keys, states))),
+                                  ~np.asarray(states.legal_action_mask))
+    aggressive = P.make_policy("scripted_mix", env4, weights=(0, 0, 0, 1, 0))
+    np.testing.assert_allclose(probs(aggressive), bots[S.MIX_NAMES.index("aggressive")], atol=1e-5)
+    with pytest.raises(ValueError):
+        P.make_policy("scripted_mix", env4, weights=(1, 1))
