@@ -18,9 +18,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-BASELINES = ("belief_ev", "honest", "cautious", "aggressive", "bluffer", "random")
-
-
 def _print_table(console: Console, title: str, rows: dict) -> None:
     table = Table(title=title)
     table.add_column("figure")
@@ -49,7 +46,7 @@ def _train_and_evaluate(args) -> None:
     from rich.progress import Progress
 
     from coupjax.engine import Env
-    from evals.seat_table import evaluate_all
+    from evals.seat_table import OPPONENTS, evaluate_all, render_table
     from training.config import QUICKSTART, config_from_dict, load_config
     from training.train import run_dqn
 
@@ -62,20 +59,14 @@ def _train_and_evaluate(args) -> None:
     brief = {k: summary[k] for k in ("wall_seconds", "compile_seconds", "env_steps", "env_steps_per_s") if k in summary}
     _print_table(console, "training", brief)
 
-    specs = [str(run_dir)] + list(BASELINES)
+    specs = [str(run_dir), *OPPONENTS]
     console.print(f"[bold]evaluating[/bold] {args.games} seeded 4-player tables per policy "
                   "(3 opponents drawn from the six bots)")
     with Progress(console=console, transient=True) as progress:
         rows = evaluate_all(specs, Env(cfg.num_players), args.games, args.seed, chunk=min(args.games, 1000),
                             progress=progress)
-    table = Table(title="seat table (win rate with its 95% interval)")
-    for col in ("policy", "win_rate", "ci95", "mean_placement", "action_entropy"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for spec, r in rows.items():
-        table.add_row("trained" if spec == str(run_dir) else spec, f"{r['win_rate']:.3f}",
-                      f"[{r['ci95_low']:.3f}, {r['ci95_high']:.3f}]", f"{r['mean_placement']:.2f}",
-                      f"{r['action_entropy']:.3f}")
-    console.print(table)
+    console.print(render_table(rows, f"seat table: {args.games} games per policy, seed {args.seed}",
+                               labels={str(run_dir): "trained"}))
     out = run_dir / "seat_table.json"
     out.write_text(json.dumps({"training": brief, "seat_table": rows}, indent=2))
     console.print(f"written: {out}")

@@ -89,16 +89,6 @@ def _take(table, index):
     return jnp.sum(jnp.where(hit, table, 0), axis=0, dtype=table.dtype)
 
 
-def _rotate(rows, shift):
-    """``rows[(shift + arange(n)) % n]``: rows relative to seat ``shift`` (one-hot, no gather)."""
-    n = rows.shape[0]
-    src = (shift + jnp.arange(n)) % n
-    hit = (src[:, None] == jnp.arange(n)[None, :]).reshape((n, n) + (1,) * (rows.ndim - 1))
-    if rows.dtype == jnp.bool_:
-        return jnp.any(hit & rows[None], axis=1)
-    return jnp.sum(jnp.where(hit, rows[None], 0), axis=1, dtype=rows.dtype)
-
-
 class Env:
     """Coup for ``num_players`` (2..6, static).  Pure functions; wrap them in jit/vmap."""
 
@@ -574,7 +564,7 @@ class Env:
         n = self.num_players
         p, phase = s.current_player, s._phase
         coins = _take(s._coins, p)
-        opponents = _rotate(self._alive(s), p) & (jnp.arange(n) > 0)
+        opponents = self._alive(s)[(p + jnp.arange(n)) % n] & (jnp.arange(n) > 0)
         in_action = phase == R.PH_ACTION
         free = in_action & (coins < R.FORCED_COUP_COINS)
         kind = jnp.clip(s._action, 0)

@@ -2,14 +2,14 @@
 
 Run ``python -m evals.bench_engine`` (``--quick`` for a ~1 minute smoke run,
 ``--batch-sizes 1,256,4096`` to choose the batches, ``--out FILE.json`` to keep the
-figures).  For every batch size ``B`` it measures, on the default JAX device:
+figures).  For every batch size ``B`` it measures, on one device and sharded over all (d):
 
 (a) **live steps/s, fresh games.**  ``B`` games from ``vmap(env.init)`` are stepped
     ``T`` times by a vmapped ``env.step`` inside one jitted ``lax.scan``.  Only steps
     taken by games that had not terminated count as live (a finished game is still
     computed, branch-free, but its steps are wasted).  A random 4-player game lasts
     about 32 steps, so the live share falls as ``T`` grows: the ``live %`` column shows
-    it.  ``T = max(8, min(256, 2**20 // B))`` unless ``--steps`` is given.
+    it.  ``T = 32`` (16 with ``--quick``) unless ``--steps`` is given.
 (b) **steps/s and games/s with auto-reset.**  The same loop, but after every step each
     game that terminated is replaced by a fresh match (``env.step_autoreset``: Pgx's
     auto-reset semantics, fused into the step), so every step is live.  Calls are chained (each timed call
@@ -20,11 +20,11 @@ figures).  For every batch size ``B`` it measures, on the default JAX device:
     uniformly random legal actions from ``random.Random``, in chunks taken between the
     JAX measurements; the best chunk is the reference (both sides best-of, same load).  The table
     gives JAX / Python ratios of steps/s for (a) and (b) (and of games/s for (b)).
-(d) **cores.**  On a CPU, JAX gives the host one device and XLA runs most of a step's small
-    ops on one thread, so the benchmark first splits the host into ``--host-devices`` XLA devices (default: one
-    per core, via ``--xla_force_host_platform_device_count``, as the trainer's
-    data-parallel step uses them) and measures every batch twice, side by side: on one
-    device, and sharded over all of them (the batch split along its game axis, each
+(d) **cores.**  On a CPU, JAX gives the host one device and XLA runs most of a step's
+    small ops on one thread, so the benchmark first splits the host into
+    ``--host-devices`` XLA devices (`coupjax.devices.use_host_cores`; default one per
+    core, as the trainer's data-parallel step uses them) and measures every batch twice,
+    side by side: on one device, and sharded over all of them (the batch split along its game axis, each
     device stepping its share; a batch that does not divide evenly is not sharded).
 (e) **bytes of state per game**: the sum of ``nbytes`` over every leaf of one
     ``env.init`` state, observation and event included.
@@ -54,7 +54,6 @@ import random
 import sys
 import time
 from pathlib import Path
-
 
 import jax
 import jax.numpy as jnp

@@ -108,6 +108,18 @@ def evaluate_all(specs, env: Env, num_games: int, seed: int, chunk: int = 1000, 
     return results
 
 
+def render_table(results: dict, title: str, labels: dict | None = None) -> Table:
+    """The rows of `evaluate_all` as a rich table (``labels``: display names for specs)."""
+    table = Table(title=title)
+    for col in ("policy", "win_rate", "ci95", "mean_placement", "action_entropy"):
+        table.add_column(col, justify="left" if col == "policy" else "right")
+    for spec, r in results.items():
+        table.add_row((labels or {}).get(spec, spec), f"{r['win_rate']:.4f}",
+                      f"[{r['ci95_low']:.4f}, {r['ci95_high']:.4f}]", f"{r['mean_placement']:.3f}",
+                      f"{r['action_entropy']:.3f}")
+    return table
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(prog="python -m evals.seat_table", description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", action="append", required=True, help="registered name or run directory (repeatable)")
@@ -125,13 +137,7 @@ def main(argv=None) -> dict:
             results = evaluate_all(args.policy, env, args.games, args.seed, min(args.chunk, args.games), progress)
     except (ValueError, RuntimeError) as err:
         sys.exit(f"seat_table: {err}")
-    table = Table(title=f"seat table: {args.games} games, {args.players} players, seed {args.seed}")
-    for col in ("policy", "win_rate", "ci95", "mean_placement", "action_entropy"):
-        table.add_column(col, justify="left" if col == "policy" else "right")
-    for spec, r in results.items():
-        table.add_row(spec, f"{r['win_rate']:.4f}", f"[{r['ci95_low']:.4f}, {r['ci95_high']:.4f}]",
-                      f"{r['mean_placement']:.3f}", f"{r['action_entropy']:.3f}")
-    Console().print(table)
+    Console().print(render_table(results, f"seat table: {args.games} games, {args.players} players, seed {args.seed}"))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     return results

@@ -5,6 +5,7 @@ import os
 import pytest
 
 from coupjax import cli
+from evals.seat_table import OPPONENTS
 
 
 @pytest.mark.slow
@@ -16,7 +17,7 @@ def test_main_job_trains_exports_and_evaluates(tmp_path):
               "--set", "checkpoint_every=1"])
     out = json.loads((run_dir / "seat_table.json").read_text())
     rows = out["seat_table"]
-    assert list(rows) == [str(run_dir), *cli.BASELINES]
+    assert list(rows) == [str(run_dir), *OPPONENTS]
     for r in rows.values():
         assert r["games"] == 24 and r["ci95_low"] <= r["win_rate"] <= r["ci95_high"]
     assert (run_dir / "export").is_dir() and out["training"]["env_steps"] > 0
@@ -44,3 +45,14 @@ def test_use_host_cores_sets_the_flag_only_before_jax_starts(monkeypatch):
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=3"
     assert devices.use_host_cores(4) == 1  # the count is already set: the user's choice wins
     assert devices.use_host_cores(1) == 1
+
+
+def test_quickstart_is_dqn_cpu_cut_to_a_third():
+    from pathlib import Path
+
+    from training.config import QUICKSTART, config_from_dict, config_to_dict, load_config
+
+    full = config_to_dict(load_config(Path(__file__).parents[1] / "configs" / "dqn_cpu.yaml"))
+    quick = config_to_dict(config_from_dict(QUICKSTART))
+    assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every"}
+    assert 3 * quick["num_chunks"] == full["num_chunks"]
