@@ -124,13 +124,6 @@ from coupjax import posterior as POST
 from coupjax import rules as R
 from coupjax.engine import Env
 
-def _tables(n: int):
-    """`policies._tables` built eagerly: its lru_cache must never capture tracers, which it
-    would if its first call happened inside a jit trace."""
-    with jax.ensure_compile_time_eval():
-        return PO._tables(n)
-
-
 KINDS = ("tax", "assassinate", "steal", "exchange", "block_duke", "block_contessa", "block_captain",
          "block_ambassador")
 NUM_KINDS = len(KINDS)
@@ -538,7 +531,7 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
     ``gain`` f32[A] (EV if not challenged; blocks included).
     """
     n = num_players
-    T = _tables(n)
+    T = PO._tables(n)
     lay = T.lay
     p = B.parse_observation(obs, n)
     post = POST.exact_posterior(obs, n, params.posterior_params())
@@ -617,9 +610,6 @@ def explain_action(result: dict, num_players: int, observer_seat: int | None = N
 
 
 # ---------------------------------------------------------------- the belief_ev policy
-KEEP_VALUE = np.array([5.0, 4.0, 3.0, 1.0, 2.0], np.float32)  # duke, assassin, captain, ambassador, contessa
-
-
 # belief_ev's challenge rule: the fitted advisor with these value constants, chosen by win
 # rate (configs/advisor.yaml, section belief_ev): challenging as eagerly as the F1-fitted
 # advisor (alpha 1.0) costs belief_ev about 8 points of win rate.
@@ -640,7 +630,7 @@ def make_belief_ev(env: Env, params: AdvisorParams | None = None, ev: EVParams =
     constants."""
     params = play_params() if params is None else params
     n = env.num_players
-    T = _tables(n)
+    T = PO._tables(n)
     lay = T.lay
 
     def policy(key, state):
@@ -681,7 +671,7 @@ def make_belief_ev(env: Env, params: AdvisorParams | None = None, ev: EVParams =
 
         # ---- losing influence: the least valuable card
         hand = p["own_cards"]
-        val = jnp.where(hand >= 0, jnp.asarray(KEEP_VALUE)[jnp.clip(hand, 0)], jnp.inf)
+        val = jnp.where(hand >= 0, jnp.asarray(PO.CARD_VALUE)[jnp.clip(hand, 0)], jnp.inf)
         p_lose = jnp.zeros(T.A).at[lay.reveal + jnp.arange(2)].set(PO._uniform_over(val == val.min()))
 
         # ---- exchange: keep the best multiset

@@ -109,8 +109,10 @@ def read_export(path) -> tuple[dict, dict]:
         info = json.loads(meta_path.read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: {e}") from None
+    if not isinstance(info, dict):
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: not a JSON object")
     missing = [k for k in ("kind", "num_players", "hidden_sizes", "obs_dim", "num_actions") if k not in info]
-    if not isinstance(info, dict) or missing:
+    if missing:
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: missing {missing}")
     if info["kind"] not in KINDS:
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: kind {info['kind']!r} is not one of {KINDS}")

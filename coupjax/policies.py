@@ -136,7 +136,9 @@ class _Tables:
 
 @functools.lru_cache(maxsize=None)
 def _tables(num_players: int) -> _Tables:
-    return _Tables(Env(num_players))
+    # Built eagerly even when first called inside a trace, so the cache never holds tracers.
+    with jax.ensure_compile_time_eval():
+        return _Tables(Env(num_players))
 
 
 def parse_observation(env: Env, obs) -> dict:

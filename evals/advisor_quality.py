@@ -176,16 +176,7 @@ def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced"):
     f = jax.jit(jax.vmap(one))
 
     def score(obs):
-        rows = obs.shape[0]
-        outs = []
-        for start in range(0, rows, ROW_BLOCK):
-            chunk = obs[start:start + ROW_BLOCK]
-            pad = ROW_BLOCK - chunk.shape[0]
-            if pad:
-                chunk = np.concatenate([chunk, np.repeat(chunk[-1:], pad, axis=0)])
-            o = jax.tree.map(np.asarray, f(jnp.asarray(chunk)))
-            outs.append(jax.tree.map(lambda x: x[:ROW_BLOCK - pad], o))
-        return jax.tree.map(lambda *xs: np.concatenate(xs), *outs) if outs else None
+        return _rows_apply(f, obs) if obs.shape[0] else None
 
     return score
 
@@ -374,19 +365,25 @@ def _rows_apply(fn, obs, *args, block=ROW_BLOCK):
     return jax.tree.map(lambda *xs: np.concatenate(xs), *outs)
 
 
+def _facts_one(o):
+    ctx = A.challenge_context(o, NUM_PLAYERS)
+    p = ctx.pop("obs")
+    return dict(ctx, features=A.calibration_features(p, ctx["claimant"], ctx["role"]))
+
+
+# Built once, so repeated calls (every grid point of --fit) reuse one compilation per shape.
+_facts_rows = jax.jit(jax.vmap(_facts_one))
+_p_raw_rows = jax.jit(jax.vmap(
+    lambda o, qq: POST.claim_truth_probabilities(o, NUM_PLAYERS, POST.PosteriorParams(*qq)), in_axes=(0, None)))
+
+
 def _facts(obs):
     """Per row: context facts and calibration features (NumPy)."""
-    def one(o):
-        ctx = A.challenge_context(o, NUM_PLAYERS)
-        p = ctx.pop("obs")
-        return dict(ctx, features=A.calibration_features(p, ctx["claimant"], ctx["role"]))
-    return _rows_apply(jax.jit(jax.vmap(one)), obs)
+    return _rows_apply(_facts_rows, obs)
 
 
 def _p_raw(obs, facts, q):
-    f = jax.jit(jax.vmap(lambda o, qq: POST.claim_truth_probabilities(o, NUM_PLAYERS, POST.PosteriorParams(*qq)),
-                         in_axes=(0, None)))
-    table = _rows_apply(f, obs, jnp.asarray(q, jnp.float32))
+    table = _rows_apply(_p_raw_rows, obs, jnp.asarray(q, jnp.float32))
     return table[np.arange(len(table)), facts["claimant"], facts["role"]]
 
 
@@ -618,8 +615,7 @@ def write_config(path, params: A.AdvisorParams, info: dict) -> None:
     out = {
         "description": "Fitted constants of coupjax.advisor (AdvisorParams defaults equal these). Written by "
                        "`python -m evals.advisor_quality --fit`; fitted on games never scored.",
-        "params": {f: (list(getattr(params, f)) if isinstance(getattr(params, f), tuple) else float(getattr(params, f)))
-                   for f in params.__dataclass_fields__},
+        "params": _params_dict(params),
         "fit": info,
         **keep,
     }

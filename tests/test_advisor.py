@@ -113,7 +113,7 @@ def test_three_copies_accounted_for_is_impossible():
         a = advice(obs, belief)
         assert a["impossible"] and a["p_truth"] == 0.0 and a["challenge"] and a["recommendation"] == "challenge"
         assert "impossible: all 3 dukes are accounted for (1 revealed, 2 in your hand" in a["explanation"]
-        assert "p_truth" not in a["explanation"].split("impossible")[0]  # certainty, not a probability
+        assert "p_truth" not in a["explanation"]  # certainty, not a probability
     # even the most conservative style challenges an impossible claim
     assert advice(obs, "exact", "conservative")["challenge"]
 
@@ -159,7 +159,7 @@ def test_styles_shift_the_threshold(turn_one_tax):
 def test_margin_band_blocks_a_close_call(turn_one_tax):
     p = advice(turn_one_tax, "exact")["p_truth"]
     target = p + 0.005  # theta just above p_truth: without a band this is a challenge
-    k = PRM.alpha * 0 + (1 + 3 * PRM.coin)
+    k = 1 + 3 * PRM.coin
     alpha = target / ((1 - target) * k)
     no_band = advice(turn_one_tax, "exact", params=PRM.replace(alpha=alpha, band=0.0))
     assert no_band["theta"] == pytest.approx(target, abs=1e-5) and no_band["challenge"]
@@ -279,5 +279,7 @@ def test_advisor_quality_small_run(tmp_path):
             m = res[cond][belief]
             assert keys <= set(m), (cond, belief)
             assert m["games"] == 24 and m["claims"] > 24
-            assert 0 <= m["false_challenge_share"] + m["missed_bluff_share"] <= 1
+            assert m["tp"] + m["fp"] + m["fn"] + m["tn"] == m["claims"]
+            assert m["false_challenge_share"] == pytest.approx(m["fp"] / m["claims"])
+            assert m["missed_bluff_share"] == pytest.approx(m["fn"] / m["claims"])
         assert res[cond]["overflow"] == 0
