@@ -24,6 +24,7 @@ except ImportError:  # pragma: no cover - exercised only without scipy
     _scipy_rankdata = None
 
 __all__ = [
+    "t_interval",
     "confusion",
     "precision_recall_f1",
     "outcome_accuracy",
@@ -271,3 +272,20 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     center = (phat + z2 / (2 * n)) / denom
     half = z / denom * math.sqrt(phat * (1 - phat) / n + z2 / (4 * n * n))
     return float(max(0.0, center - half)), float(min(1.0, center + half))
+
+
+def t_interval(values, bounds=(-math.inf, math.inf)) -> dict:
+    """Mean and 95% Student-t interval over runs (seeds), ``mean +- t(0.975, k-1) sd / sqrt(k)``
+    clipped to ``bounds`` (the metric's range); the point itself for one value."""
+    v = np.asarray(values, np.float64)
+    k = len(v)
+    mean = float(v.mean())
+    sd = float(v.std(ddof=1)) if k > 1 else 0.0
+    if k > 1:
+        from scipy.stats import t as student_t
+
+        half = float(student_t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
+    else:
+        half = 0.0
+    lo, hi = max(mean - half, bounds[0]), min(mean + half, bounds[1])
+    return {"mean": mean, "ci95_low": lo, "ci95_high": hi, "sd": sd, "per_seed": v.tolist()}

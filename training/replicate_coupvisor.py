@@ -82,18 +82,20 @@ import optax
 
 from coupjax import policies as P
 from coupjax.engine import Env
+from coupjax.metrics import t_interval
 from coupjax.inference import masked_policy_logits, mlp_apply
+from evals.seat_table import OPPONENTS
 from training.bc import fit as bc_fit
 from training.buffer import make_replay_buffer
-from training.config import BCConfig, ConfigError, DQNConfig, load_config
-from training.dqn import MaskedEpsilonGreedy, make_optimizer, sync_target, td_loss
+from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
+from training.dqn import MaskedEpsilonGreedy, make_optimizer, masked_greedy, sync_target, td_loss
 from training.learner import Transition
 from training.networks import init_params, make_network
 from training.rewards import action_match_reward
 
 ROOT = Path(__file__).resolve().parents[1]
 DQN_CONFIG = ROOT / "configs" / "dqn_coupvisor.yaml"
-LOG_TEACHERS = ("random", "honest", "cautious", "aggressive", "bluffer")
+LOG_TEACHERS = P.SCRIPTED_NAMES
 POLICIES = ("bc", "dqn", "belief_ev", "random")
 REWARDS = ("shaped", "win")
 METRICS = ("reward_per_episode", "winner_action_match", "win_rate", "action_match")
@@ -128,9 +130,10 @@ QUICK = Settings(seeds=2, games=32, online_games=8, dqn_episodes=6, bc_epochs=2,
 # Every policy the player can seat, by index: the first 5 are the logging teachers, the
 # first 6 the online opponents (`evals.seat_table.OPPONENTS`, same order), then the
 # learned ones (their parameters are arguments of the jitted player).
-SEATABLE = ("random", "honest", "cautious", "aggressive", "bluffer", "belief_ev", "bc", "dqn_shaped", "dqn_win")
+SEATABLE = (*OPPONENTS, "bc", "dqn_shaped", "dqn_win")
+assert SEATABLE[:len(LOG_TEACHERS)] == tuple(LOG_TEACHERS)
 NUM_TEACHERS = len(LOG_TEACHERS)
-NUM_OPPONENTS = 6
+NUM_OPPONENTS = len(OPPONENTS)
 
 
 def network_policy(params, num_players: int, log_probs: bool):
@@ -326,13 +329,8 @@ def make_network_chooser(env: Env):
     n = env.num_players
 
     @jax.jit
-    def choose(obs, mask, params):
-        out = []
-        for name, log_probs in (("bc", True), ("dqn_shaped", False), ("dqn_win", False)):
-            v = mlp_apply(params[name], obs, n)
-            v = jax.nn.log_softmax(jnp.where(mask, v, -jnp.inf), axis=-1) if log_probs else v
-            out.append(jnp.argmax(jnp.where(mask, v, -jnp.inf), axis=-1).astype(jnp.int32))
-        return jnp.stack(out)
+    def choose(obs, mask, params):  # BC's argmax of logits = argmax of its probabilities
+        return jnp.stack([masked_greedy(mlp_apply(params[k], obs, n), mask) for k in ("bc", "dqn_shaped", "dqn_win")])
 
     return choose
 
@@ -463,23 +461,6 @@ def cached_dqn(num_players: int, overrides=()):
 
 
 # ------------------------------------------------------------------ statistics
-def t_interval(values, bounds=(-math.inf, math.inf)) -> dict:
-    """Mean and 95% Student-t interval over seeds, ``mean +- t(0.975, k-1) sd / sqrt(k)``
-    clipped to ``bounds`` (the metric's range); the point itself for one value."""
-    v = np.asarray(values, np.float64)
-    k = len(v)
-    mean = float(v.mean())
-    sd = float(v.std(ddof=1)) if k > 1 else 0.0
-    if k > 1:
-        from scipy.stats import t as student_t
-
-        half = float(student_t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
-    else:
-        half = 0.0
-    lo, hi = max(mean - half, bounds[0]), min(mean + half, bounds[1])
-    return {"mean": mean, "ci95_low": lo, "ci95_high": hi, "sd": sd, "per_seed": v.tolist()}
-
-
 def offline_counts(test: dict, chosen: np.ndarray) -> dict:
     """Counts behind the offline metrics of one policy on the held-out rows."""
     match = chosen == test["action"]
@@ -606,8 +587,8 @@ def run_benchmark(settings: Settings = Settings(), progress=None, log=print) -> 
             block[pol] = {m: t_interval(vals[m], (-math.inf, math.inf) if m == "reward_per_episode" else (0.0, 1.0))
                           for m in METRICS}
         out[mode] = block
-    out["config"] = {"settings": dataclasses.asdict(s), "dqn": json.loads(json.dumps(dataclasses.asdict(cfg))),
-                     "bc": json.loads(json.dumps(dataclasses.asdict(bc_cfg))), "log_teachers": list(LOG_TEACHERS),
+    out["config"] = {"settings": dataclasses.asdict(s), "dqn": config_to_dict(cfg),
+                     "bc": config_to_dict(bc_cfg), "log_teachers": list(LOG_TEACHERS),
                      "online_opponents": list(SEATABLE[:NUM_OPPONENTS]),
                      "action_choice": {"bc": "greedy (argmax of the cloned probabilities)",
                                        "dqn": "greedy (argmax of Q)", "belief_ev": "its logits (deterministic up to "
