@@ -144,7 +144,7 @@ def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
 def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) -> dict:
     """Collect, fit, export to ``run_dir/export``; returns the summary (also in summary.json)."""
     from training import checkpoint as C
-    from training.train import _init_wandb, evaluate_win_rates
+    from training.train import _init_wandb, evaluate_run
 
     t0 = time.time()
     run_dir = Path(run_dir)
@@ -176,10 +176,7 @@ def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) 
     summary = {"samples": int(len(data["action"])), "collect_seconds": collect_s, "history": history,
                "final": history[-1] if history else {}}
     if cfg.eval_games > 0:
-        from coupjax.inference import load_policy
-
-        ev_pool = resolve_pool(cfg.eval_opponents, cfg.policy_modules, "eval_opponents")
-        summary["eval"] = evaluate_win_rates(env, load_policy(run_dir), ev_pool, cfg.eval_games)
+        summary["eval"] = evaluate_run(env, run_dir, cfg.eval_games)
     summary["wall_seconds"] = time.time() - t0
     (run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=2))
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))

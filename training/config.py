@@ -86,8 +86,7 @@ class DQNConfig:
     checkpoint_every: int = 1  # chunks
     max_checkpoints: int = 2
     export_temperature: float = 0.0  # load_policy default: 0 greedy (ties uniform), > 0 softmax(q / T)
-    eval_games: int = 0  # after training: games vs 3 opponents drawn from eval_opponents (0: skip)
-    eval_opponents: Any = "scripted"
+    eval_games: int = 0  # after training: seat-table games (evals.seat_table pool) per policy (0: skip)
     wandb_project: str = "coupjax"
     wandb_mode: str = ""  # "" -> $WANDB_MODE, default offline
 
@@ -110,8 +109,7 @@ class BCConfig:
     epochs: int = 5
     val_fraction: float = 0.1
     export_temperature: float = 1.0  # 1: sample the cloned distribution
-    eval_games: int = 0
-    eval_opponents: Any = "scripted"
+    eval_games: int = 0  # as for DQN
     wandb_project: str = "coupjax"
     wandb_mode: str = ""
 
@@ -132,7 +130,7 @@ _NONNEG_INT = {"warmup_steps", "eval_games", "seed"}
 _UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction"}
 _POSITIVE_FLOAT = {"learning_rate", "temperature"}
 _NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay"}
-_POOLS = {"opponents", "teachers", "eval_opponents"}
+_POOLS = {"opponents", "teachers"}
 
 
 def _fail(msg):
@@ -232,7 +230,7 @@ def _check_cross(cfg) -> None:
             _fail(f"config key 'buffer_size' ({cfg.buffer_size}) must be at least num_envs ({cfg.num_envs})")
         if cfg.epsilon_end > cfg.epsilon_start:
             _fail("config key 'epsilon_end' must not exceed epsilon_start")
-    for key in ("opponents", "teachers", "eval_opponents"):
+    for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
     if isinstance(cfg, BCConfig) and cfg.imitate:

@@ -32,68 +32,14 @@ from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, lo
 
 
 # ------------------------------------------------------------------ evaluation
-def evaluate_win_rates(env, policy, pool: dict, num_games: int, seed: int = 1234, baselines=True,
-                       num_slots: int = 250, max_steps_per_game: int = 3000) -> dict:
-    """Win rate of ``policy`` in one seat (uniform) vs n-1 opponents drawn from ``pool``.
+def evaluate_run(env, run_dir, num_games: int, seed: int = 1234) -> dict:
+    """The seat table (`evals.seat_table.evaluate_all`) of a run's export and of every bot
+    of the pool, over the same seeded tables: {"trained" | bot: row}."""
+    from evals.seat_table import OPPONENTS, evaluate_all
 
-    ``num_slots`` games run in parallel; each slot plays ``ceil(num_games / num_slots)``
-    complete games in turn (auto-reset), so a long game does not hold the whole batch up
-    and every game counts (no bias toward short games).  With ``baselines`` the same
-    protocol, keys and seat draws are run with every policy of the pool in the candidate
-    seat.  Returns {name: {win_rate, ci95 (Wilson), games, wins}} with "candidate" for
-    ``policy``; one compile for all.
-    """
-    import jax
-    import jax.numpy as jnp
-
-    from coupjax import policies as P
-    from coupjax.metrics import wilson_interval
-
-    names = list(pool)
-    w = np.asarray([pool[x] for x in names], np.float64)
-    logw = jnp.log(jnp.asarray(w / w.sum(), jnp.float32))
-    policies = [policy] + [P.make_policy(x, env) for x in names]
-    n = env.num_players
-    slots = min(num_slots, num_games)
-    per_slot = -(-num_games // slots)
-
-    def new_game(key, cand):
-        k1, k2, k3 = jax.random.split(key, 3)
-        seat = jax.random.randint(k2, (), 0, n)
-        idx = 1 + jax.random.categorical(k3, logw, shape=(n,))
-        return env.init(k1), jnp.where(jnp.arange(n) == seat, cand, idx).astype(jnp.int32), seat
-
-    def slot_run(key, cand):
-        k0, key = jax.random.split(key)
-        s, idx, seat = new_game(jax.random.fold_in(k0, 0), cand)
-
-        def cond(c):
-            return c[3] < per_slot
-
-        def body(c):
-            s, idx, seat, done, wins, steps, key = c
-            key, k_pol, k_act, k_step = jax.random.split(key, 4)
-            logits = jax.lax.switch(idx[s.current_player], policies, k_pol, s)
-            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            ns = env.step(s, a, k_step)
-            over = ns.terminated | (steps + 1 >= max_steps_per_game)
-            won = ns.terminated & (env.placements(ns)[0] == seat)
-            fs, fidx, fseat = new_game(jax.random.fold_in(k0, done + 1), cand)
-            return (jax.tree.map(lambda x, y: jnp.where(over, x, y), fs, ns), jnp.where(over, fidx, idx),
-                    jnp.where(over, fseat, seat), done + over, wins + won, jnp.where(over, 0, steps + 1), key)
-
-        c = jax.lax.while_loop(cond, body, (s, idx, seat, jnp.int32(0), jnp.int32(0), jnp.int32(0), key))
-        return c[4]
-
-    run = jax.jit(lambda key, cand: jax.vmap(slot_run, in_axes=(0, None))(jax.random.split(key, slots), cand))
-    key = jax.random.PRNGKey(seed)
-    out = {}
-    for ci, name in [(0, "candidate")] + ([(i + 1, x) for i, x in enumerate(names)] if baselines else []):
-        wins = int(np.asarray(run(key, jnp.int32(ci))).sum())
-        games = slots * per_slot
-        lo, hi = wilson_interval(wins, games)
-        out[name] = {"win_rate": wins / games, "ci95": [lo, hi], "games": games, "wins": wins}
-    return out
+    rows = evaluate_all([str(run_dir), *OPPONENTS], env, num_games, seed, chunk=min(num_games, 1000))
+    rows["trained"] = rows.pop(str(run_dir))
+    return rows
 
 
 # ------------------------------------------------------------------ W&B
@@ -144,7 +90,7 @@ def _progress(total: int, done: int, quiet: bool):
 # ------------------------------------------------------------------ DQN
 # keys that may change between a checkpoint and its resumption (they do not shape the state)
 RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "eval_games",
-                    "eval_opponents", "wandb_project", "wandb_mode"}
+                    "wandb_project", "wandb_mode"}
 
 def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = True, setup=None, quiet: bool = False,
             stop_after: int | None = None) -> dict:
@@ -218,12 +164,8 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
     if stop == cfg.num_chunks:
         export_dqn(setup, rs.params, run_dir / "export")
         if cfg.eval_games > 0:
-            from coupjax.inference import load_policy
-            from training.config import resolve_pool
-
             t2 = time.time()
-            pool = resolve_pool(cfg.eval_opponents, cfg.policy_modules, "eval_opponents")
-            summary["eval"] = evaluate_win_rates(setup.env, load_policy(run_dir), pool, cfg.eval_games)
+            summary["eval"] = evaluate_run(setup.env, run_dir, cfg.eval_games)
             summary["eval_seconds"] = time.time() - t2
             if wb is not None:
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
