@@ -80,7 +80,7 @@ Decisions (registered policies; `search_logits`)
   highest ``q_world``; ties split evenly), so sampling the logits is the Thompson draw
   (a world from the posterior, then its best action).  A legal action best in no
   sampled world gets the floor ``log(thompson_floor)`` (1e-6, about -13.8): finite, as
-  the policy interface requires, and sampled with probability below 1e-5 in all.
+  the policy interface requires, and sampled with probability at most 1e-6 each.
 * ``expected``: the action with the highest ``q`` (ties: the lowest action id) gets 0,
   every other legal action ``log(1e-30)`` (about -69: never sampled), illegal -inf.
 * ``regularized``: ``pi(a) ∝ pi_prior(a) * exp(q[a] / tau)``, the maximiser of
@@ -195,8 +195,8 @@ class SearchConfig:
 # K = 4 worlds x R = 4 rollouts per legal action, rollouts of the ``scripted_mix`` policy
 # (every seat, the searcher's own later decisions included) capped at 8 decisions and then
 # scored by `heuristic_value`, worlds drawn with claim likelihoods 0.98 / 0.02; 4096 lanes.
-# It differs from `SearchConfig`'s defaults (random rollouts, 0.85 / 0.15) in three ways,
-# each chosen by win rate in the seat table (below), not by any principle:
+# Besides K and R, it differs from `SearchConfig`'s defaults (random rollouts, 0.85 / 0.15)
+# in three choices, each made by win rate in the seat table (below), not by any principle:
 #
 # * ``scripted_mix`` rollouts: uniform-random rollout opponents challenge about half of
 #   all claims, so the search undervalued bluffs and overvalued honest claims; the mix of
@@ -244,8 +244,9 @@ DEFAULT_CONFIG = SearchConfig(num_worlds=4, rollouts_per_world=4, rollout_policy
 
 
 def max_legal_actions(num_players: int) -> int:
-    """The most legal actions any decision has: 4 + 3(n-1) main actions (>= 6 keeps)."""
-    return max(3 * num_players + 1, 6)
+    """The most legal actions any decision has: 4 + 3(n-1) main actions (an exchange has
+    at most 6 legal keeps, fewer for every n >= 2)."""
+    return 3 * num_players + 1
 
 
 def resolve_policy(env: Env, policy) -> PO.Policy:

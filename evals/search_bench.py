@@ -23,6 +23,7 @@ recorded before and after (timings on a shared CPU are noisy: compare ratios).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -95,7 +96,7 @@ def main(argv=None):
     runs = {"queue": bench(env, states, config, jax.random.PRNGKey(args.seed + 1), args.repeats)}
     if args.compare:
         J = int(np.asarray(states.legal_action_mask).sum()) * args.worlds * args.rollouts  # every job at once
-        naive = S.SearchConfig(**{**config.__dict__, "lanes": J})
+        naive = dataclasses.replace(config, lanes=J)
         runs["naive"] = bench(env, states, naive, jax.random.PRNGKey(args.seed + 1), max(1, args.repeats - 1))
     load_after = os.getloadavg()
 
