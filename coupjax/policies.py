@@ -247,59 +247,83 @@ def scripted_policy(env: Env, *, bluff: float, challenge: float, challenge_impos
     P(bluff block | no truthful block, a block is legal, no challenge); target_leader:
     aim coup/assassinate/steal at the leader instead of uniformly.
     """
+    params = dict(bluff=bluff, challenge=challenge, challenge_impossible=challenge_impossible,
+                  bluff_block=bluff_block, target_leader=target_leader)
+    return scripted_mixture(env, [(1.0, params)])
+
+
+def scripted_mixture(env: Env, bots, random_weight: float = 0.0) -> Policy:
+    """The weighted average of the action distributions of scripted bots and the uniform
+    policy, in one pass.  ``bots``: ``[(weight, params)]`` with `scripted_policy`'s
+    keyword arguments as params; ``random_weight``: the uniform policy's weight (the
+    weights should sum to 1).  The bots share every vector of the computation and differ
+    only in scalar rates, so a mixture costs about one bot."""
     T = _tables(env.num_players)
-    f32 = lambda x: jnp.float32(x)  # noqa: E731
+    bots = [(float(w), dict(prm)) for w, prm in bots if w > 0]
+    w_scripted = sum(w for w, _ in bots)
+    ones = jnp.ones(R.NUM_MAIN_ACTIONS)
 
     def policy(key, state):
         del key  # the distribution is the output; sampling is the caller's
         mask = state.legal_action_mask
-        v = parse_observation(env, state.observation)
-        own, phase = v["own"], v["phase"]
-
-        # ---- main action
-        main = mask & T.is_main
-        bluffs = main & (T.main_claim >= 0) & (own[jnp.clip(T.main_claim, 0)] == 0)
-        honest = main & ~bluffs
-        t_honest = _target_weights(T, v, target_leader)
-        p_honest = _honest_main(T, v, honest, t_honest)
-        p_bluff = _spread(T, jnp.ones(R.NUM_MAIN_ACTIONS), bluffs, t_honest)
-        b = jnp.where(bluffs.any(), f32(bluff), 0.0)
-        p_main = b * p_bluff + (1.0 - b) * p_honest
-
-        # ---- reactions and answers to a block
-        ids = jnp.arange(T.A)
-        role = jnp.where(phase == R.PH_ANSWER_BLOCK, v["block_role"], v["claim"])
-        impossible = (role >= 0) & (v["unseen"][jnp.clip(role, 0)] <= 0)
-        can_challenge = mask[T.challenge_id]
-        c = jnp.where(can_challenge, jnp.where(impossible, f32(challenge_impossible), f32(challenge)), 0.0)
-        blocks = mask & (T.block_role >= 0)
-        true_blocks = blocks & (own[jnp.clip(T.block_role, 0)] > 0)
-        fake_blocks = blocks & ~true_blocks
-        rest = 1.0 - c
-        p_true = jnp.where(true_blocks.any(), rest, 0.0)
-        p_fake = jnp.where(true_blocks.any() | ~fake_blocks.any(), 0.0, rest * f32(bluff_block))
-        p_pass = rest - p_true - p_fake
-        p_react = (c * (ids == T.challenge_id) + p_pass * (ids == T.pass_id)
-                   + p_true * _uniform_over(true_blocks) + p_fake * _uniform_over(fake_blocks))
-
-        # ---- losing influence: reveal the least valued card
-        val = jnp.where(v["hand"] >= 0, jnp.asarray(CARD_VALUE)[jnp.clip(v["hand"], 0)], jnp.inf)
-        low = val == val.min()
-        reveal_ids = T.lay.reveal + jnp.arange(2)
-        p_lose = jnp.zeros(T.A).at[reveal_ids].set(_uniform_over(low))
-
-        # ---- exchange: keep the best legal multiset
-        keep_mask = mask[T.lay.keep:]
-        score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
-        p_keep = jnp.zeros(T.A).at[T.lay.keep:].set(_uniform_over(keep_mask & (score == score.max())))
-
-        probs = jnp.select(
-            [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
-            [p_main, p_react, p_lose], p_keep)
-        probs = jnp.where(probs.sum() > 0, probs, mask.astype(jnp.float32))  # defensive: never all-zero
+        maskf = mask.astype(jnp.float32)
+        probs = random_weight * maskf / jnp.maximum(maskf.sum(), 1.0)
+        if bots:
+            probs = probs + _scripted_probs(T, parse_observation(env, state.observation), mask, bots, w_scripted, ones)
+        probs = jnp.where((probs * maskf).sum() > 0, probs, maskf)  # defensive: never all-zero
         return masked_logits(probs, mask)
 
     return policy
+
+
+def _scripted_probs(T, v, mask, bots, w_scripted, ones):
+    """Sum over ``bots`` of weight x the bot's action distribution (see the module doc)."""
+    own, phase = v["own"], v["phase"]
+
+    # ---- main action: each bot bluffs with its rate, else its honest options
+    main = mask & T.is_main
+    bluffs = main & (T.main_claim >= 0) & (own[jnp.clip(T.main_claim, 0)] == 0)
+    honest = main & ~bluffs
+    parts = {}
+    for lead in sorted({prm["target_leader"] for _, prm in bots}):
+        t = _target_weights(T, v, lead)
+        parts[lead] = (_honest_main(T, v, honest, t), _spread(T, ones, bluffs, t))
+    p_main = 0.0
+    for w, prm in bots:
+        p_honest, p_bluff = parts[prm["target_leader"]]
+        b = jnp.where(bluffs.any(), prm["bluff"], 0.0)
+        p_main = p_main + w * (b * p_bluff + (1.0 - b) * p_honest)
+
+    # ---- reactions and answers to a block: per-bot scalars times shared vectors
+    ids = jnp.arange(T.A)
+    role = jnp.where(phase == R.PH_ANSWER_BLOCK, v["block_role"], v["claim"])
+    impossible = (role >= 0) & (v["unseen"][jnp.clip(role, 0)] <= 0)
+    can_challenge = mask[T.challenge_id]
+    blocks = mask & (T.block_role >= 0)
+    true_blocks = blocks & (own[jnp.clip(T.block_role, 0)] > 0)
+    fake_blocks = blocks & ~true_blocks
+    c_sum = t_sum = f_sum = pass_sum = 0.0
+    for w, prm in bots:
+        c = jnp.where(can_challenge, jnp.where(impossible, prm["challenge_impossible"], prm["challenge"]), 0.0)
+        rest = 1.0 - c
+        p_true = jnp.where(true_blocks.any(), rest, 0.0)
+        p_fake = jnp.where(true_blocks.any() | ~fake_blocks.any(), 0.0, rest * prm["bluff_block"])
+        c_sum, t_sum, f_sum = c_sum + w * c, t_sum + w * p_true, f_sum + w * p_fake
+        pass_sum = pass_sum + w * (rest - p_true - p_fake)
+    p_react = (c_sum * (ids == T.challenge_id) + pass_sum * (ids == T.pass_id)
+               + t_sum * _uniform_over(true_blocks) + f_sum * _uniform_over(fake_blocks))
+
+    # ---- losing influence (reveal the least valued card) and exchanges (keep the best
+    # legal multiset): the same choice for every scripted bot
+    val = jnp.where(v["hand"] >= 0, jnp.asarray(CARD_VALUE)[jnp.clip(v["hand"], 0)], jnp.inf)
+    p_lose = jnp.zeros(T.A).at[T.lay.reveal + jnp.arange(2)].set(_uniform_over(val == val.min()))
+    keep_mask = mask[T.lay.keep:]
+    score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
+    p_keep = jnp.zeros(T.A).at[T.lay.keep:].set(_uniform_over(keep_mask & (score == score.max())))
+
+    return jnp.select(
+        [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
+        [p_main, p_react, w_scripted * p_lose], w_scripted * p_keep)
 
 
 # ------------------------------------------------------------------ registered policies

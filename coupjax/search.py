@@ -283,74 +283,15 @@ MIX_NAMES = ("random", "honest", "cautious", "aggressive", "bluffer")
 def make_scripted_mix(env: Env, weights=(1.0, 1.0, 1.0, 1.0, 1.0)) -> PO.Policy:
     """``scripted_mix``: at every decision the weighted average of the action
     distributions of the scripted bots `MIX_NAMES` (default equal weights) -- a cheap
-    model of an unknown opponent from the scripted pool.  Equal to averaging the five
-    bots' probabilities (tests/test_search.py checks it) but computed in one pass: the
-    four rate-parametrised bots share every vector of `policies.scripted_policy` and
-    differ only in scalar rates, so it costs about one scripted bot."""
-    n = env.num_players
-    T = PO._tables(n)
+    model of an unknown opponent from the scripted pool, computed in one pass
+    (`policies.scripted_mixture`: it costs about one scripted bot).  Equal to averaging
+    the five bots' probabilities (tests/test_search.py checks it)."""
     w = np.asarray(weights, np.float64)
     if w.shape != (len(MIX_NAMES),) or (w < 0).any() or w.sum() <= 0:
         raise ValueError(f"weights: {len(MIX_NAMES)} non-negative numbers with a positive sum, got {weights}")
     w = w / w.sum()
-    w_random = float(w[0])
-    bots = [(float(wb), PO._SCRIPTED_PARAMS[name]) for wb, name in zip(w[1:], MIX_NAMES[1:]) if wb > 0]
-    w_scripted = sum(wb for wb, _ in bots)
-    ones = jnp.ones(R.NUM_MAIN_ACTIONS)
-
-    def policy(key, state):
-        del key
-        mask = state.legal_action_mask
-        maskf = mask.astype(jnp.float32)
-        v = PO.parse_observation(env, state.observation)
-        own, phase = v["own"], v["phase"]
-        probs = w_random * maskf / jnp.maximum(maskf.sum(), 1.0)
-        if bots:
-            # main action: each bot bluffs with its rate, else its honest options
-            main = mask & T.is_main
-            bluffs = main & (T.main_claim >= 0) & (own[jnp.clip(T.main_claim, 0)] == 0)
-            honest = main & ~bluffs
-            parts = {}
-            for lead in sorted({prm["target_leader"] for _, prm in bots}):
-                t = PO._target_weights(T, v, lead)
-                parts[lead] = (PO._honest_main(T, v, honest, t), PO._spread(T, ones, bluffs, t))
-            p_main = 0.0
-            for wb, prm in bots:
-                p_honest, p_bluff = parts[prm["target_leader"]]
-                b = jnp.where(bluffs.any(), prm["bluff"], 0.0)
-                p_main = p_main + wb * (b * p_bluff + (1.0 - b) * p_honest)
-            # reactions and answers to a block: per-bot scalars times shared vectors
-            ids = jnp.arange(T.A)
-            role = jnp.where(phase == R.PH_ANSWER_BLOCK, v["block_role"], v["claim"])
-            impossible = (role >= 0) & (v["unseen"][jnp.clip(role, 0)] <= 0)
-            can_challenge = mask[T.challenge_id]
-            blocks = mask & (T.block_role >= 0)
-            true_blocks = blocks & (own[jnp.clip(T.block_role, 0)] > 0)
-            fake_blocks = blocks & ~true_blocks
-            c_sum = t_sum = f_sum = pass_sum = 0.0
-            for wb, prm in bots:
-                c = jnp.where(can_challenge, jnp.where(impossible, prm["challenge_impossible"], prm["challenge"]), 0.0)
-                rest = 1.0 - c
-                p_true = jnp.where(true_blocks.any(), rest, 0.0)
-                p_fake = jnp.where(true_blocks.any() | ~fake_blocks.any(), 0.0, rest * prm["bluff_block"])
-                c_sum, t_sum, f_sum = c_sum + wb * c, t_sum + wb * p_true, f_sum + wb * p_fake
-                pass_sum = pass_sum + wb * (rest - p_true - p_fake)
-            p_react = (c_sum * (ids == T.challenge_id) + pass_sum * (ids == T.pass_id)
-                       + t_sum * PO._uniform_over(true_blocks) + f_sum * PO._uniform_over(fake_blocks))
-            # losing influence and exchanges: the same choice for every scripted bot
-            val = jnp.where(v["hand"] >= 0, jnp.asarray(PO.CARD_VALUE)[jnp.clip(v["hand"], 0)], jnp.inf)
-            p_lose = jnp.zeros(T.A).at[T.lay.reveal + jnp.arange(2)].set(PO._uniform_over(val == val.min()))
-            keep_mask = mask[T.lay.keep:]
-            score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
-            p_keep = jnp.zeros(T.A).at[T.lay.keep:].set(PO._uniform_over(keep_mask & (score == score.max())))
-            p_bots = jnp.select(
-                [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
-                [p_main, p_react, w_scripted * p_lose], w_scripted * p_keep)
-            probs = probs + p_bots
-        probs = jnp.where((probs * maskf).sum() > 0, probs, maskf)  # defensive: never all-zero
-        return PO.masked_logits(probs, mask)
-
-    return policy
+    bots = [(float(wb), PO._SCRIPTED_PARAMS[name]) for wb, name in zip(w[1:], MIX_NAMES[1:])]
+    return PO.scripted_mixture(env, bots, random_weight=float(w[0]))
 
 
 @PO.register_policy(
