@@ -76,9 +76,13 @@ policies affordable inside `policies.make_table_runner`, whose vmapped
 
 Decisions (registered policies; `search_logits`)
 ------------------------------------------------
-* ``thompson``: logits = log(share of the K sampled worlds in which the action has the
-  highest ``q_world``; ties split evenly), so sampling the logits is the Thompson draw
-  (a world from the posterior, then its best action).  A legal action best in no
+* ``thompson``: logits = log(share of the K sampled worlds in which the action is best;
+  ties split evenly), so sampling the logits is the Thompson draw (a world from the
+  posterior, then its best action).  "Best in world k" is judged on the world's values
+  with the rollout noise shrunk out (`_denoised_world_values`, ``denoise_worlds``; on by
+  default), not on the raw ``q_world``: with a few rollouts per world the raw argmax is
+  mostly noise wherever the worlds do not really differ, and a Thompson draw should
+  follow the posterior over worlds, not over rollout luck.  A legal action best in no
   sampled world gets the floor ``log(thompson_floor)`` (1e-6, about -13.8): finite, as
   the policy interface requires, and sampled with probability at most 1e-6 each.
 * ``expected``: the action with the highest ``q`` (ties: the lowest action id) gets 0,
@@ -145,6 +149,8 @@ class SearchConfig:
     posterior: the claim likelihoods of `posterior.sample_worlds`.
     thompson_floor: probability floor of a legal action best in no sampled world.
     heuristic_beta: sharpness of `heuristic_value`.
+    denoise_worlds: judge thompson's best action per world on values with the rollout
+      noise shrunk out (`_denoised_world_values`) instead of the raw per-world means.
     """
 
     num_worlds: int = 8
@@ -159,6 +165,7 @@ class SearchConfig:
     posterior: POST.PosteriorParams = POST.PosteriorParams()
     thompson_floor: float = 1e-6
     heuristic_beta: float = 1.5
+    denoise_worlds: bool = True
 
     def __post_init__(self):
         if int(self.num_worlds) < 1 or int(self.rollouts_per_world) < 1:
@@ -188,6 +195,7 @@ class SearchConfig:
             "rollout_policy": name(self.rollout_policy), "rollout_self_policy": name(self.rollout_self_policy),
             "max_rollout_steps": self.max_rollout_steps,
             "tau": float(self.tau), "prior_policy": name(self.prior_policy), "prior_uniform": float(self.prior_uniform),
+            "denoise_worlds": bool(self.denoise_worlds),
         }
 
 
@@ -220,27 +228,40 @@ class SearchConfig:
 # regularized (mix prior, tau 0.02, cap 8, 0.95 / 0.05): 0.62 (200 games).  Not measured
 # for lack of time: prior_policy="belief_ev" (with prior_uniform > 0) as regularized's anchor.
 #
-# thompson stays well below expected, for a reason the budget cannot remove: in a sampled
-# world where a claim is a bluff, challenging is usually best, so thompson challenges with
-# about the posterior probability of a bluff (probability matching) where expected
-# challenges only when the average over worlds pays; and where per-world values are close
-# (a bluff's outcome is decided by the rollouts' challenges, not by the world) the
-# per-world argmax is rollout noise.  More rollouts per world shrink the second cause
-# only.
+# thompson.  With the raw per-world means it stayed well below expected (0.47-0.48 at
+# K4R4 and K2R8 with the choices above; 0.478 [0.456, 0.500] at 2,000 games): with a few
+# rollouts per world the per-world argmax is mostly rollout noise wherever the worlds do
+# not really differ, so it played near-equal actions at random (K8R4 with 0.995 / 0.005
+# worlds bluffed at 0.23 of its main actions, expected at 0.12).  More rollouts helped (K4R16 0.52, K2R16 0.54, over budget); judging
+# "best in world k" on denoised values (`_denoised_world_values`) helped more, at no
+# cost: 300 games, K4R4 0.57, K8R2 0.56, K4R8 0.58, K8R4 0.60 (action entropy 0.18-0.26).
+# So thompson's default (`THOMPSON_CONFIG`) is K = 8 worlds x R = 4 rollouts: more worlds
+# make the shares finer (multiples of 1/8, not 1/4), at twice the cost.  It still
+# challenges with about the posterior probability of a bluff (probability matching),
+# where expected challenges only when the average over worlds pays.
 #
 # Confirmed at 2,000 games (``python -m evals.seat_table --policy NAME --games 2000 --seed
-# 0``, one policy per call): expected 0.633 [0.611, 0.653], thompson 0.478 [0.456, 0.500]
-# (action entropy 0.48 nats; expected 0.00), regularized 0.646 [0.625, 0.667] (entropy
-# 0.21), belief_ev 0.540 [0.518, 0.562] on the same games.
+# 0``, one policy per call, the same tables): thompson 0.615 [0.594, 0.636] (action
+# entropy 0.215 nats), expected 0.633 [0.611, 0.653] (entropy 0.000), regularized 0.646
+# [0.625, 0.667] (0.212), belief_ev 0.540 [0.518, 0.562] (0.026).
 #
-# Cost: 2,000 games of ``--policy expected`` (or thompson) took 346 s (337 s) wall,
-# compilation included, on 2 shared cores with both running at once (load average 2.4 ->
-# 5.3); the old default took 89 s at load 1.5.  Every policy in a
+# Cost: 2,000 games of ``--policy thompson`` took 334 s wall alone on the 2 idle cores,
+# compilation included; expected took 336 s and regularized 358 s, run at the same time
+# on the same 2 cores.  Every policy in a
 # `policies.make_table_runner` list is evaluated at every step of every game (its vmapped
 # `lax.switch`), so the search runs on every decision of every game, once per search
-# policy in the list: a seat table given all three search policies costs ~3x per row.
+# policy in the list: a seat table given all three search policies costs their sum per row.
 DEFAULT_CONFIG = SearchConfig(num_worlds=4, rollouts_per_world=4, rollout_policy="scripted_mix",
                               max_rollout_steps=8, posterior=POST.PosteriorParams(0.98, 0.02, 0.98, 0.02))
+THOMPSON_CONFIG = dataclasses.replace(DEFAULT_CONFIG, num_worlds=8)
+
+
+def default_config(mode: str) -> SearchConfig:
+    """The registered policy ``mode``'s default budget: `THOMPSON_CONFIG` for thompson,
+    `DEFAULT_CONFIG` for expected and regularized (see the comment above them)."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return THOMPSON_CONFIG if mode == "thompson" else DEFAULT_CONFIG
 
 
 def max_legal_actions(num_players: int) -> int:
@@ -336,7 +357,8 @@ class SearchResult(NamedTuple):
     valid bool[B, M]: the slot holds a searched legal action;
     q f32[B, M]: value estimate (mean over worlds); se f32[B, M]: its standard error;
     q_world f32[B, K, M]: per-world mean over the R rollouts; rollouts int32[B, M];
-    best_share f32[B, M]: share of worlds where the action is best (ties split);
+    best_share f32[B, M]: share of worlds where the action is best (ties split; on the
+    denoised values with ``denoise_worlds``);
     searched bool[B]; rollout_steps int32[]: env steps in all rollouts; iterations
     int32[]: loop iterations (``rollout_steps / (iterations * lanes)`` is the share of
     the lane steps computed that were live); lanes int32[]: the lanes used.
@@ -353,6 +375,42 @@ class SearchResult(NamedTuple):
     rollout_steps: jax.Array
     iterations: jax.Array
     lanes: jax.Array
+
+
+def _denoised_world_values(v, valid):
+    """Per-world action values with the rollout noise shrunk out (empirical Bayes).
+
+    ``v`` f32[B, K, M, R]: rollout values; ``valid`` bool[B, M].  Returns f32[B, K, M]
+    whose per-world argmax is `thompson`'s "best action in world k".
+
+    A world's raw mean over R rollouts is its true value plus rollout noise, and where
+    the actions' true values hardly differ between worlds the raw argmax is mostly noise.
+    Within each (world, rollout) the values are centred on the mean over the legal
+    actions (a common shift does not change an argmax, and with common random numbers
+    it removes the noise the actions share).  For each action the centred world means
+    ``e[k]`` are then shrunk towards their mean over worlds ``m``: ``m + lam (e[k] - m)``
+    with ``lam = max(0, 1 - (s2 / R) / V)``, where ``s2`` is the pooled within-world
+    variance of the centred rollouts (the noise of one rollout) and ``V`` the variance of
+    ``e`` across worlds -- the posterior mean of each world's value under a normal prior
+    across worlds whose variance is estimated from the data.  Actions whose value
+    really depends on the hidden cards (challenging a claim that is a bluff in some
+    worlds) keep ``lam`` near 1; noise-only differences get ``lam`` near 0, and the
+    share then goes to the action best on average.  Needs K >= 2 and R >= 2; otherwise
+    returns the raw world means.
+    """
+    K, Rr = v.shape[1], v.shape[3]
+    q_world = v.mean(axis=-1)
+    if K < 2 or Rr < 2:
+        return q_world
+    w = valid[:, None, :, None].astype(v.dtype)
+    centre = (v * w).sum(axis=2, keepdims=True) / jnp.maximum(w.sum(axis=2, keepdims=True), 1.0)
+    e_r = v - centre  # [B, K, M, R]
+    e = e_r.mean(axis=-1)  # [B, K, M]
+    s2 = ((e_r - e[..., None]) ** 2).sum(axis=-1).mean(axis=1) / (Rr - 1)  # [B, M]
+    m = e.mean(axis=1)  # [B, M]
+    V = ((e - m[:, None]) ** 2).sum(axis=1) / (K - 1)  # [B, M]
+    lam = jnp.where(V > 0, jnp.clip(1.0 - (s2 / Rr) / jnp.where(V > 0, V, 1.0), 0.0, 1.0), 0.0)
+    return m[:, None] + lam[:, None] * (e - m[:, None])
 
 
 def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
@@ -390,10 +448,11 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
     v_lane_step = jax.vmap(lane_step)
 
     def run_lanes(L, worlds, world_seat, job_world, job_action, job_slot, job_key, num_jobs):
-        """The work queue over L lanes (module doc).  Returns the per-slot sums (value,
-        value^2, count), the rollout steps taken and the loop iterations."""
-        S = worlds.current_player.shape[0] * M  # result slots: (world, action slot)
-        last = job_world.shape[0] - 1
+        """The work queue over L lanes (module doc).  Every job runs exactly once and writes
+        its rollout's value to its own slot ``job_slot`` (NaN where no job ran).  Returns
+        the values, the rollout steps taken and the loop iterations."""
+        S = job_world.shape[0]  # one result slot per possible job (decision, world, action, rollout)
+        last = S - 1
         F = max(1, L // REFILL_DIVISOR)
 
         def job_fields(jid, ok):
@@ -406,21 +465,17 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
 
         jid0 = jnp.arange(L, dtype=jnp.int32)
         st0, ln0 = job_fields(jid0, jid0 < num_jobs)
-        acc0 = (jnp.zeros(S, jnp.float32), jnp.zeros(S, jnp.float32), jnp.zeros(S, jnp.int32))
-        carry0 = (st0, ln0, jnp.minimum(num_jobs, L), acc0, jnp.int32(0), jnp.int32(0))
+        carry0 = (st0, ln0, jnp.minimum(num_jobs, L), jnp.full(S, jnp.nan, jnp.float32), jnp.int32(0), jnp.int32(0))
 
         def cond(c):
             return (c[1]["job"] >= 0).any()
 
         def body(c):
-            st, ln, nxt, (s1, s2, cnt), steps, it = c
+            st, ln, nxt, values, steps, it = c
             active = ln["job"] >= 0
             new, done, value = v_lane_step(st, ln["key"], ln["t"], ln["forced"], ln["seat"])
             done = active & done
-            idx = jnp.where(done, ln["slot"], S)
-            s1 = s1.at[idx].add(value, mode="drop")
-            s2 = s2.at[idx].add(value * value, mode="drop")
-            cnt = cnt.at[idx].add(1, mode="drop")
+            values = values.at[jnp.where(done, ln["slot"], S)].set(value, mode="drop")
             # refill free lanes with the next jobs: the first F free lanes (in lane order)
             # per step, gathered and scattered, so a refill costs F lanes' copies, not L
             free = ~active | done
@@ -432,10 +487,10 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
             ln = dict(ln, job=jnp.where(done, -1, ln["job"]), t=ln["t"] + 1, forced=jnp.full_like(ln["forced"], -1))
             st = jax.tree.map(lambda x, y: x.at[tgt].set(y, mode="drop"), new, st_new)
             ln = {k: ln[k].at[tgt].set(ln_new[k], mode="drop") for k in ln}
-            return st, ln, nxt + ok.sum(), (s1, s2, cnt), steps + active.sum(), it + 1
+            return st, ln, nxt + ok.sum(), values, steps + active.sum(), it + 1
 
-        _, _, _, acc, steps, it = jax.lax.while_loop(cond, body, carry0)
-        return acc, steps, it
+        _, _, _, values, steps, it = jax.lax.while_loop(cond, body, carry0)
+        return values, steps, it
 
     def search(keys, states):
         keys = _raw_key(keys)
@@ -465,7 +520,7 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
 
         job_world = compact(bb * K + kk)
         job_action = compact(ids[bb, aa])
-        job_slot = compact((bb * K + kk) * M + aa)
+        job_slot = compact(jnp.arange(want.shape[0], dtype=jnp.int32))  # (b, k, a, r) in row-major order
         # common random numbers: the r-th rollout in world k uses the same key for every
         # action (the actions' value differences are less noisy); keys depend only on the
         # decision's own key, never on the batch
@@ -473,27 +528,28 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
         job_key = compact(jax.vmap(jax.random.fold_in)(ks[bb, 1], local))
 
         L = min(int(config.lanes), want.shape[0])
-        (s1, s2, cnt), steps, it = run_lanes(L, worlds, world_seat, job_world, job_action, job_slot, job_key, num_jobs)
+        values, steps, it = run_lanes(L, worlds, world_seat, job_world, job_action, job_slot, job_key, num_jobs)
 
-        s1, s2, cnt = (x.reshape(B, K, M) for x in (s1, s2, cnt))
-        c = jnp.maximum(cnt, 1).astype(jnp.float32)
-        q_world = s1 / c
+        v = jnp.where(valid[:, None, :, None], values.reshape(shape), 0.0)  # [B, K, M, R] rollout values
+        q_world = v.mean(axis=-1)
         q = q_world.mean(axis=1)
         if K > 1:
             var = ((q_world - q[:, None, :]) ** 2).sum(axis=1) / (K - 1)
             se = jnp.sqrt(var / K)
+        elif Rr > 1:
+            var = ((v[:, 0] - q[:, :, None]) ** 2).sum(axis=-1) / (Rr - 1)
+            se = jnp.sqrt(var / Rr)
         else:
-            m2 = s2[:, 0] / c[:, 0]
-            var = jnp.maximum(m2 - q ** 2, 0.0) * c[:, 0] / jnp.maximum(c[:, 0] - 1, 1)
-            se = jnp.sqrt(var / c[:, 0])
+            se = jnp.zeros_like(q)
         q = jnp.where(valid, q, 0.0)
         se = jnp.where(valid, se, 0.0)
-        qw = jnp.where(valid[:, None, :], q_world, -jnp.inf)
+        qw = jnp.where(valid[:, None, :], _denoised_world_values(v, valid) if config.denoise_worlds else q_world,
+                       -jnp.inf)
         best = (qw >= qw.max(axis=-1, keepdims=True)) & valid[:, None, :]
         share = (best / jnp.maximum(best.sum(axis=-1, keepdims=True), 1)).mean(axis=1)
         return SearchResult(
             action_ids=ids, valid=valid, q=q, se=se, q_world=jnp.where(valid[:, None, :], q_world, 0.0),
-            rollouts=cnt.sum(axis=1).astype(jnp.int32), best_share=share, searched=searched,
+            rollouts=jnp.where(valid, K * Rr, 0).astype(jnp.int32), best_share=share, searched=searched,
             rollout_steps=steps, iterations=it, lanes=jnp.int32(L))
 
     return search
@@ -611,7 +667,7 @@ _DOCS = {
 def _register(mode):
     @PO.register_policy(mode, _DOCS[mode])
     def make(env: Env, **kwargs) -> PO.Policy:
-        return make_search_policy(env, mode, dataclasses.replace(DEFAULT_CONFIG, **kwargs))
+        return make_search_policy(env, mode, dataclasses.replace(default_config(mode), **kwargs))
     make.__name__ = make.__qualname__ = f"make_{mode}"
     return make
 
@@ -646,13 +702,13 @@ def _advice_fn(num_players: int, config: SearchConfig):
     return fn
 
 
-def _budget(budget) -> SearchConfig:
+def _budget(budget, mode: str) -> SearchConfig:
     if budget is None:
-        return DEFAULT_CONFIG
+        return default_config(mode)
     if isinstance(budget, SearchConfig):
         return budget
     if isinstance(budget, dict):
-        return dataclasses.replace(DEFAULT_CONFIG, **budget)
+        return dataclasses.replace(default_config(mode), **budget)
     raise TypeError("budget must be None, a SearchConfig or a dict of SearchConfig fields")
 
 
@@ -661,7 +717,7 @@ def advise(state, seat=None, mode: str = "expected", budget=None, key=None) -> d
 
     ``seat``: None or ``state.current_player`` (only the seat to move can act);
     ``mode``: thompson | expected | regularized; ``budget``: a `SearchConfig`, a dict of
-    its fields, or None (`DEFAULT_CONFIG`); ``key``: the PRNG key (default
+    its fields (over the mode's default), or None (`default_config(mode)`); ``key``: the PRNG key (default
     ``PRNGKey(0)``; the same key gives the same advice).
 
     Returns a dict: ``seat``, ``mode``, ``action`` (protocol name, absolute seats) and
@@ -681,7 +737,7 @@ def advise(state, seat=None, mode: str = "expected", budget=None, key=None) -> d
     me = int(state.current_player)
     if seat is not None and int(seat) != me:
         raise ValueError(f"seat {seat} is not to move (seat {me} is): only the seat to move can be advised")
-    config = _budget(budget)
+    config = _budget(budget, mode)
     key = jax.random.PRNGKey(0) if key is None else key
     logits, res, picks = _advice_fn(n, config)(key, state)
     logits, pick = np.asarray(logits[mode]), picks[mode]

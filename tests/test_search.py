@@ -241,6 +241,9 @@ def test_policy_batch_independent(env4, states4):
     a = np.asarray(fn(keys, states4))
     b = np.asarray(fn(keys[perm], jax.tree.map(lambda x: x[perm], states4)))
     np.testing.assert_allclose(a[perm], b, atol=1e-5)
+    one = jax.jit(pol)  # the unbatched call: one search of one state
+    for i in (0, 9, 17):  # a first decision, a reaction, an exchange choice
+        np.testing.assert_allclose(np.asarray(one(keys[i], jax.tree.map(lambda x: x[i], states4))), a[i], atol=1e-5)
     mask = np.asarray(states4.legal_action_mask)
     np.testing.assert_array_equal(np.isneginf(a), ~mask)
     np.testing.assert_allclose(np.exp(a).sum(axis=1), 1.0, atol=1e-4)
@@ -285,3 +288,37 @@ def test_scripted_mix_is_the_average_of_the_bots(env4):
     np.testing.assert_allclose(probs(aggressive), bots[S.MIX_NAMES.index("aggressive")], atol=1e-5)
     with pytest.raises(ValueError):
         P.make_policy("scripted_mix", env4, weights=(1, 1))
+
+
+# ------------------------------------------------------------------ thompson's per-world values
+def _shares(values, valid):
+    """Thompson's best-action shares [B, M] from per-world values [B, K, M]."""
+    qw = np.where(valid[:, None, :], values, -np.inf)
+    best = (qw >= qw.max(axis=-1, keepdims=True)) & valid[:, None, :]
+    return (best / best.sum(axis=-1, keepdims=True)).mean(axis=1)
+
+
+def test_denoising_removes_rollout_noise_and_keeps_world_signal():
+    """Three actions, K = 8 worlds, R = 4 rollouts.  Action 0 is worth 0.05 more on
+    average.  (a) Worlds differ only by rollout noise (each rollout +-1, so the world
+    means wander by ~0.5 while nothing about the worlds differs): the raw per-world argmax
+    spreads the share over all actions, the denoised one gives it all to action 0.  (b)
+    Action 2 is worth +1 in half of the worlds and nothing else varies (a bluff that half
+    of the worlds expose): the denoised shares equal the raw ones, 1/2 each.  Action 3 is
+    not legal: whatever its values, it never gets a share."""
+    rng = np.random.default_rng(0)
+    K, Rr = 8, 4
+    mu = np.array([0.05, 0.0, 0.0, 5.0], np.float32)
+    valid = np.array([[True, True, True, False]])
+    noise = rng.choice([-1.0, 1.0], size=(1, K, 4, Rr)).astype(np.float32)
+    v_noise = mu[None, None, :, None] + noise
+    raw = _shares(v_noise.mean(-1), valid)[0]
+    den = _shares(np.asarray(S._denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
+    assert raw[0] < 0.9 and raw[1:3].sum() > 0.1, raw
+    np.testing.assert_allclose(den, [1.0, 0.0, 0.0, 0.0])
+
+    signal = np.zeros((1, K, 4, Rr), np.float32) + mu[None, None, :, None]
+    signal[:, : K // 2, 2] += 1.0
+    den = _shares(np.asarray(S._denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
+    np.testing.assert_allclose(den, _shares(signal.mean(-1), valid)[0])
+    np.testing.assert_allclose(den, [0.5, 0.0, 0.5, 0.0])
