@@ -508,6 +508,11 @@ def _challenge_probs(p, n, ev: EVParams):
     return jnp.where(opp, c, 0.0)
 
 
+# What `recommend_action` subtracts from a bluff that does not beat the best honest action
+# by ``bluff_margin``: it stays legal and finite but below every other legal main action.
+REJECTED_BLUFF_PENALTY = 1e3
+
+
 def recommend_action(obs, mask, num_players: int, params: AdvisorParams = AdvisorParams(),
                      ev: EVParams = EVParams()) -> dict:
     """One-step expected value (coins) of every legal main action (jittable).
@@ -527,8 +532,10 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
       a bluff must beat the best honest action by ``bluff_margin``.
 
     Returns ``ev`` f32[A] (-inf on illegal and non-main actions), ``best`` i32 (-1 if no
-    main action is legal), ``bluff`` bool[A], ``p_challenge`` f32[], ``p_block`` f32[A],
-    ``gain`` f32[A] (EV if not challenged; blocks included).
+    main action is legal), ``bluff`` bool[A], ``rejected_bluff`` bool[A] (a bluff that does
+    not beat the best honest action by ``bluff_margin``: its ``ev`` is lowered by
+    `REJECTED_BLUFF_PENALTY`), ``p_challenge`` f32[], ``p_block`` f32[A], ``gain`` f32[A]
+    (EV if not challenged; blocks included).
     """
     n = num_players
     T = PO._tables(n)
@@ -575,9 +582,10 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
     legal_main = mask & T.is_main
     value = jnp.where(legal_main, value, -jnp.inf)
     best_honest = jnp.max(jnp.where(legal_main & ~bluff, value, -jnp.inf))
-    value = jnp.where(bluff & (value < best_honest + ev.bluff_margin), value - 1e3, value)  # penalised, still finite
+    rejected = bluff & (value < best_honest + ev.bluff_margin)
+    value = jnp.where(rejected, value - REJECTED_BLUFF_PENALTY, value)  # penalised, still finite
     best = jnp.where(legal_main.any(), jnp.argmax(value), -1).astype(jnp.int32)
-    return dict(ev=value, best=best, bluff=bluff, p_challenge=p_chal, p_block=p_block,
+    return dict(ev=value, best=best, bluff=bluff, rejected_bluff=rejected, p_challenge=p_chal, p_block=p_block,
                 gain=jnp.where(legal_main, gain, -jnp.inf))
 
 
@@ -596,9 +604,10 @@ def explain_action(result: dict, num_players: int, observer_seat: int | None = N
         if observer_seat is None and ":" in name:
             k = (int(name.split(":")[1]) - seat) % n
             name = f"{name.split(':')[0]}:+{k}"
-        shown = ev[a] + (1e3 if ev[a] < -500 else 0.0)
+        rejected = bool(r["rejected_bluff"][a])
+        shown = ev[a] + (REJECTED_BLUFF_PENALTY if rejected else 0.0)
         extra = f", bluff: challenged with p {float(r['p_challenge']):.2f}" if r["bluff"][a] else ""
-        if ev[a] < -500:
+        if rejected:
             extra += " (a bluff not worth its risk)"
         if r["p_block"][a] > 0:
             extra += f", blocked with p {float(r['p_block'][a]):.2f}"

@@ -209,6 +209,11 @@ def test_recommend_action():
     assert text.startswith("best: coup:3") and "EV" in text
     # exchange is a bluff here (no ambassador) and is penalised
     assert r["bluff"][3] and not r["bluff"][2]
+    assert r["rejected_bluff"][3] and r["ev"][3] < -A.REJECTED_BLUFF_PENALTY / 2
+    shown = next(part for part in A.explain_action(r, N, observer_seat=0, top=20).split("; ")
+                 if part.startswith("exchange EV"))
+    assert "(a bluff not worth its risk)" in shown
+    assert f"EV {r['ev'][3] + A.REJECTED_BLUFF_PENALTY:+.2f} coins" in shown  # shown without the penalty
     # 3 coins and an assassin: assassinate beats income
     s = position(hands, deck, np.array([3, 2, 2, 2], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
