@@ -179,6 +179,9 @@ def test_cli_rejects_bad_arguments(capsys):
     assert "error" in capsys.readouterr().err
     assert RC.main(["--quick", "--dqn-set", "gama=0"]) == 2
     assert "gamma" in capsys.readouterr().err  # the config checker names the nearest key
+    assert RC.main(["--quick", "--dqn-set", "exploration=boltzmann"]) == 2  # a key the offline DQN ignores
+    assert "'exploration' is not read by the offline DQN" in capsys.readouterr().err
+    assert RC.dqn_config(("gamma=0",)).gamma == 0.0
 
 
 def test_offline_dqn_learns_an_easy_log(result):

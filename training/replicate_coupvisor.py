@@ -347,9 +347,23 @@ def offline_actions(choose, d: dict, params, bucket: int = 4096) -> dict:
 
 
 # ------------------------------------------------------------------ offline DQN
+# The keys of configs/dqn_coupvisor.yaml that the offline DQN (`make_offline_dqn`) reads:
+# the only ones ``--dqn-set`` may change (the rest describe the online trainer's run).
+OFFLINE_DQN_KEYS = ("gamma", "learning_rate", "max_grad_norm", "batch_size", "buffer_size", "warmup_steps",
+                    "target_update_steps", "hidden_sizes", "loss", "double_q", "epsilon_start", "epsilon_end",
+                    "epsilon_decay_steps")
+
+
 def dqn_config(overrides=()) -> DQNConfig:
-    """`configs/dqn_coupvisor.yaml` with ``key=value`` overrides (``--dqn-set``)."""
-    return load_config(DQN_CONFIG, tuple(overrides))
+    """`configs/dqn_coupvisor.yaml` with ``key=value`` overrides (``--dqn-set``) of
+    `OFFLINE_DQN_KEYS`; a misspelt key or one the offline DQN does not read is a
+    `ConfigError` naming it."""
+    cfg = load_config(DQN_CONFIG, tuple(overrides))
+    for item in overrides:
+        key = str(item).split("=", 1)[0].strip()
+        if key not in OFFLINE_DQN_KEYS:
+            raise ConfigError(f"{key!r} is not read by the offline DQN; it reads {', '.join(OFFLINE_DQN_KEYS)}")
+    return cfg
 
 
 def episode_sequence(d: dict, episodes: int, rng: np.random.Generator, bucket: int = 4096) -> dict:
