@@ -110,8 +110,9 @@ def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
     tr_idx = jnp.asarray(tr)
     grad = jax.value_and_grad(lambda p, o, m, a: bc_loss(network, p, o, m, a), has_aux=True)
 
+    # the data are arguments, not constants captured by the traced functions
     @jax.jit
-    def epoch(params, opt, key):
+    def epoch(params, opt, key, arrays, tr_idx):
         order = jax.random.permutation(key, tr_idx)[: steps * bs].reshape(steps, bs)
 
         def body(c, idx):
@@ -124,16 +125,17 @@ def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
         return params, opt, m.mean(axis=0)
 
     @jax.jit
-    def evaluate(params, idx):
+    def evaluate(params, arrays, idx):
         return bc_loss(network, params, arrays["obs"][idx], arrays["mask"][idx], arrays["action"][idx])
 
     history = []
+    val_idx = jnp.asarray(val)
     for e in range(cfg.epochs):
         key, k = jax.random.split(key)
-        params, opt, m = epoch(params, opt, k)
+        params, opt, m = epoch(params, opt, k, arrays, tr_idx)
         row = {"epoch": e + 1, "train_loss": float(m[0]), "train_match": float(m[1])}
         if n_val:
-            vl, va = evaluate(params, jnp.asarray(val))
+            vl, va = evaluate(params, arrays, val_idx)
             row.update(val_loss=float(vl), val_match=float(va))
         history.append(row)
         if log is not None:
