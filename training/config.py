@@ -102,7 +102,6 @@ class BCConfig:
     imitate: tuple = ()  # teacher names whose decisions are imitated; () = every logged player
     policy_modules: tuple = ()
     num_games: int = 2000
-    max_steps: int = 3000
     learning_rate: float = 1e-3
     weight_decay: float = 0.0
     batch_size: int = 512
@@ -124,7 +123,7 @@ _CHOICES = {
     "wandb_mode": ("", "offline", "online", "disabled"),
 }
 _POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps", "updates_per_chunk", "num_chunks",
-                 "checkpoint_every", "max_checkpoints", "num_games", "max_steps", "epochs", "gradient_steps",
+                 "checkpoint_every", "max_checkpoints", "num_games", "epochs", "gradient_steps",
                  "max_inner_steps", "epsilon_decay_steps"}
 _NONNEG_INT = {"warmup_steps", "eval_games", "seed"}
 _UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction"}

@@ -39,8 +39,4 @@ def init_params(network: MLP, key, obs_dim: int):
     return network.init(key, jnp.zeros((obs_dim,), jnp.float32))["params"]
 
 
-def apply(network: MLP, params, obs):
-    return network.apply({"params": params}, obs)
-
-
-__all__ = ["MLP", "make_network", "init_params", "apply"]
+__all__ = ["MLP", "make_network", "init_params"]
