@@ -1,4 +1,4 @@
-"""Quality metrics for binary predictions (NumPy only; JAX-free).
+"""Quality metrics for binary predictions and intervals (NumPy and SciPy; JAX-free).
 
 Shared by the advisor evaluation and the evaluation suite.  Inputs are 1-D
 array-likes; labels ``y_true`` / ``y_pred`` may be bool or 0/1 numbers, scores
@@ -17,11 +17,8 @@ import math
 from typing import Callable
 
 import numpy as np
-
-try:  # optional dependency
-    from scipy.stats import rankdata as _scipy_rankdata
-except ImportError:  # pragma: no cover - exercised only without scipy
-    _scipy_rankdata = None
+from scipy.stats import rankdata
+from scipy.stats import t as student_t
 
 __all__ = [
     "t_interval",
@@ -175,21 +172,6 @@ def ece(y_true, p, n_bins: int = 10) -> float:
     return _ece_from_bins(reliability_bins(y_true, p, n_bins))
 
 
-def _rankdata(a) -> np.ndarray:
-    """Ranks 1..n with ties given their average rank (as ``scipy.stats.rankdata``)."""
-    a = np.asarray(a, dtype=float)
-    n = a.size
-    if n == 0:
-        return np.empty(0)
-    order = np.argsort(a, kind="mergesort")
-    s = a[order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1], True])  # group starts + n
-    avg = (starts[:-1] + 1 + starts[1:]) / 2.0  # mean of 1-based positions in group
-    ranks = np.empty(n)
-    ranks[order] = np.repeat(avg, np.diff(starts))
-    return ranks
-
-
 def roc_auc(y_true, p) -> float:
     """ROC AUC as the Mann-Whitney statistic ``U / (n_pos * n_neg)``, ties counted 1/2.
 
@@ -201,7 +183,7 @@ def roc_auc(y_true, p) -> float:
     n_neg = t.size - n_pos
     if n_pos == 0 or n_neg == 0:
         return _NAN
-    ranks = _scipy_rankdata(s) if _scipy_rankdata is not None else _rankdata(s)
+    ranks = rankdata(s)
     u = float(np.sum(ranks[t])) - n_pos * (n_pos + 1) / 2.0
     return float(u / (n_pos * n_neg))
 
@@ -281,11 +263,6 @@ def t_interval(values, bounds=(-math.inf, math.inf)) -> dict:
     k = len(v)
     mean = float(v.mean())
     sd = float(v.std(ddof=1)) if k > 1 else 0.0
-    if k > 1:
-        from scipy.stats import t as student_t
-
-        half = float(student_t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
-    else:
-        half = 0.0
+    half = float(student_t.ppf(0.975, k - 1)) * sd / math.sqrt(k) if k > 1 else 0.0
     lo, hi = max(mean - half, bounds[0]), min(mean + half, bounds[1])
     return {"mean": mean, "ci95_low": lo, "ci95_high": hi, "sd": sd, "per_seed": v.tolist()}

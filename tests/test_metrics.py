@@ -138,24 +138,6 @@ def test_roc_auc_matches_bruteforce(seed):
     assert M.roc_auc(y, p) == pytest.approx(_auc_bruteforce(y.tolist(), p.tolist()), abs=1e-12)
 
 
-def test_own_rankdata_matches_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    rng = np.random.default_rng(3)
-    for _ in range(10):
-        a = np.round(rng.random(rng.integers(1, 40)), 1)
-        np.testing.assert_allclose(M._rankdata(a), stats.rankdata(a))
-    np.testing.assert_allclose(M._rankdata([3.0, 1.0, 3.0, 2.0]), [3.5, 1.0, 3.5, 2.0])
-
-
-def test_roc_auc_without_scipy(monkeypatch):
-    monkeypatch.setattr(M, "_scipy_rankdata", None)
-    rng = np.random.default_rng(7)
-    y = rng.random(50) < 0.5
-    y[0], y[1] = True, False
-    p = np.round(rng.random(50), 1)
-    assert M.roc_auc(y, p) == pytest.approx(_auc_bruteforce(y.tolist(), p.tolist()), abs=1e-12)
-
-
 # --------------------------------------------------------------------------- report
 
 def test_binary_report_keys_values_and_json():
