@@ -678,15 +678,8 @@ def make_belief_ev(env: Env, params: AdvisorParams | None = None, ev: EVParams =
              bluff_block.astype(jnp.float32)],
             (ids == T.pass_id).astype(jnp.float32))
 
-        # ---- losing influence: the least valuable card
-        hand = p["own_cards"]
-        val = jnp.where(hand >= 0, jnp.asarray(PO.CARD_VALUE)[jnp.clip(hand, 0)], jnp.inf)
-        p_lose = jnp.zeros(T.A).at[lay.reveal + jnp.arange(2)].set(PO._uniform_over(val == val.min()))
-
-        # ---- exchange: keep the best multiset
-        keep_mask = mask[lay.keep:]
-        score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
-        p_keep = jnp.zeros(T.A).at[lay.keep:].set(PO._uniform_over(keep_mask & (score == score.max())))
+        # ---- losing influence (the least valuable card) and exchanges (the best multiset)
+        p_lose, p_keep = PO.reveal_and_keep(T, p["own_cards"], mask)
 
         probs = jnp.select(
             [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],

@@ -260,8 +260,6 @@ def scripted_mixture(env: Env, bots, random_weight: float = 0.0) -> Policy:
     only in scalar rates, so a mixture costs about one bot."""
     T = _tables(env.num_players)
     bots = [(float(w), dict(prm)) for w, prm in bots if w > 0]
-    w_scripted = sum(w for w, _ in bots)
-    ones = jnp.ones(R.NUM_MAIN_ACTIONS)
 
     def policy(key, state):
         del key  # the distribution is the output; sampling is the caller's
@@ -269,16 +267,29 @@ def scripted_mixture(env: Env, bots, random_weight: float = 0.0) -> Policy:
         maskf = mask.astype(jnp.float32)
         probs = random_weight * maskf / jnp.maximum(maskf.sum(), 1.0)
         if bots:
-            probs = probs + _scripted_probs(T, parse_observation(env, state.observation), mask, bots, w_scripted, ones)
+            probs = probs + _scripted_probs(T, parse_observation(env, state.observation), mask, bots)
         probs = jnp.where((probs * maskf).sum() > 0, probs, maskf)  # defensive: never all-zero
         return masked_logits(probs, mask)
 
     return policy
 
 
-def _scripted_probs(T, v, mask, bots, w_scripted, ones):
+def reveal_and_keep(T, hand, mask):
+    """(p_lose, p_keep) f32[A]: reveal the least valued card of ``hand`` (int32[2], -1:
+    none; `CARD_VALUE`, ties uniform) and keep the best legal multiset in an exchange
+    (``T.keep_score``, ties uniform) -- what the scripted bots and belief_ev play there."""
+    val = jnp.where(hand >= 0, jnp.asarray(CARD_VALUE)[jnp.clip(hand, 0)], jnp.inf)
+    p_lose = jnp.zeros(T.A).at[T.lay.reveal + jnp.arange(2)].set(_uniform_over(val == val.min()))
+    keep_mask = mask[T.lay.keep:]
+    score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
+    p_keep = jnp.zeros(T.A).at[T.lay.keep:].set(_uniform_over(keep_mask & (score == score.max())))
+    return p_lose, p_keep
+
+
+def _scripted_probs(T, v, mask, bots):
     """Sum over ``bots`` of weight x the bot's action distribution (see the module doc)."""
     own, phase = v["own"], v["phase"]
+    w_scripted = sum(w for w, _ in bots)
 
     # ---- main action: each bot bluffs with its rate, else its honest options
     main = mask & T.is_main
@@ -287,7 +298,7 @@ def _scripted_probs(T, v, mask, bots, w_scripted, ones):
     parts = {}
     for lead in sorted({prm["target_leader"] for _, prm in bots}):
         t = _target_weights(T, v, lead)
-        parts[lead] = (_honest_main(T, v, honest, t), _spread(T, ones, bluffs, t))
+        parts[lead] = (_honest_main(T, v, honest, t), _spread(T, jnp.ones(R.NUM_MAIN_ACTIONS), bluffs, t))
     p_main = 0.0
     for w, prm in bots:
         p_honest, p_bluff = parts[prm["target_leader"]]
@@ -313,13 +324,8 @@ def _scripted_probs(T, v, mask, bots, w_scripted, ones):
     p_react = (c_sum * (ids == T.challenge_id) + pass_sum * (ids == T.pass_id)
                + t_sum * _uniform_over(true_blocks) + f_sum * _uniform_over(fake_blocks))
 
-    # ---- losing influence (reveal the least valued card) and exchanges (keep the best
-    # legal multiset): the same choice for every scripted bot
-    val = jnp.where(v["hand"] >= 0, jnp.asarray(CARD_VALUE)[jnp.clip(v["hand"], 0)], jnp.inf)
-    p_lose = jnp.zeros(T.A).at[T.lay.reveal + jnp.arange(2)].set(_uniform_over(val == val.min()))
-    keep_mask = mask[T.lay.keep:]
-    score = jnp.where(keep_mask, T.keep_score, -jnp.inf)
-    p_keep = jnp.zeros(T.A).at[T.lay.keep:].set(_uniform_over(keep_mask & (score == score.max())))
+    # ---- losing influence and exchanges: the same choice for every scripted bot
+    p_lose, p_keep = reveal_and_keep(T, v["hand"], mask)
 
     return jnp.select(
         [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
