@@ -234,9 +234,10 @@ class SearchConfig:
 # K4R4 and K2R8 with the choices above; 0.478 [0.456, 0.500] at 2,000 games): with a few
 # rollouts per world the per-world argmax is mostly rollout noise wherever the worlds do
 # not really differ, so it played near-equal actions at random (K8R4 with 0.995 / 0.005
-# worlds bluffed at 0.23 of its main actions, expected at 0.12).  More rollouts helped (K4R16 0.52, K2R16 0.54, over budget); judging
-# "best in world k" on denoised values (`_denoised_world_values`) helped more, at no
-# cost: 300 games, K4R4 0.57, K8R2 0.56, K4R8 0.58, K8R4 0.60 (action entropy 0.18-0.26).
+# worlds bluffed at 0.23 of its main actions, expected at 0.12).  More rollouts helped
+# (K4R16 0.52, K2R16 0.54, over budget); judging "best in world k" on denoised values
+# (`_denoised_world_values`) helped more, at no cost: 300 games, K4R4 0.57, K8R2 0.56,
+# K4R8 0.58, K8R4 0.60 (action entropy 0.18-0.26).
 # So thompson's default (`THOMPSON_CONFIG`) is K = 8 worlds x R = 4 rollouts: more worlds
 # make the shares finer (multiples of 1/8, not 1/4), at twice the cost.  It still
 # challenges with about the posterior probability of a bluff (probability matching),
@@ -303,6 +304,10 @@ def _heuristic(n, beta, state, seat):
 MIX_NAMES = ("random", "honest", "cautious", "aggressive", "bluffer")
 
 
+@PO.register_policy(
+    "scripted_mix",
+    "At every decision the average of the action distributions of random, honest, cautious, aggressive and bluffer "
+    "(equal weights): a model of an unknown scripted opponent, and the search policies' default rollout policy.")
 def make_scripted_mix(env: Env, weights=(1.0, 1.0, 1.0, 1.0, 1.0)) -> PO.Policy:
     """``scripted_mix``: at every decision the weighted average of the action
     distributions of the scripted bots `MIX_NAMES` (default equal weights) -- a cheap
@@ -315,14 +320,6 @@ def make_scripted_mix(env: Env, weights=(1.0, 1.0, 1.0, 1.0, 1.0)) -> PO.Policy:
     w = w / w.sum()
     bots = [(float(wb), PO._SCRIPTED_PARAMS[name]) for wb, name in zip(w[1:], MIX_NAMES[1:])]
     return PO.scripted_mixture(env, bots, random_weight=float(w[0]))
-
-
-@PO.register_policy(
-    "scripted_mix",
-    "At every decision the average of the action distributions of random, honest, cautious, aggressive and bluffer "
-    "(equal weights): a model of an unknown scripted opponent, and the search policies' default rollout policy.")
-def _make_scripted_mix(env: Env, weights=(1.0, 1.0, 1.0, 1.0, 1.0)) -> PO.Policy:
-    return make_scripted_mix(env, weights)
 
 
 # ------------------------------------------------------------------ worlds
@@ -377,6 +374,14 @@ class SearchResult(NamedTuple):
     rollout_steps: jax.Array
     iterations: jax.Array
     lanes: jax.Array
+
+
+def best_shares(world_values, valid):
+    """f32[B, M]: the share of worlds in which each valid action has the highest value
+    (``world_values`` f32[B, K, M]; ties split evenly; invalid actions get 0)."""
+    qw = jnp.where(valid[:, None, :], world_values, -jnp.inf)
+    best = (qw >= qw.max(axis=-1, keepdims=True)) & valid[:, None, :]
+    return (best / jnp.maximum(best.sum(axis=-1, keepdims=True), 1)).mean(axis=1)
 
 
 def _denoised_world_values(v, valid):
@@ -545,10 +550,7 @@ def make_searcher(env: Env, config: SearchConfig = DEFAULT_CONFIG):
             se = jnp.zeros_like(q)
         q = jnp.where(valid, q, 0.0)
         se = jnp.where(valid, se, 0.0)
-        qw = jnp.where(valid[:, None, :], _denoised_world_values(v, valid) if config.denoise_worlds else q_world,
-                       -jnp.inf)
-        best = (qw >= qw.max(axis=-1, keepdims=True)) & valid[:, None, :]
-        share = (best / jnp.maximum(best.sum(axis=-1, keepdims=True), 1)).mean(axis=1)
+        share = best_shares(_denoised_world_values(v, valid) if config.denoise_worlds else q_world, valid)
         return SearchResult(
             action_ids=ids, valid=valid, q=q, se=se, q_world=jnp.where(valid[:, None, :], q_world, 0.0),
             rollouts=jnp.where(valid, K * Rr, 0).astype(jnp.int32), best_share=share, searched=searched,

@@ -293,9 +293,7 @@ def test_scripted_mix_is_the_average_of_the_bots(env4):
 # ------------------------------------------------------------------ thompson's per-world values
 def _shares(values, valid):
     """Thompson's best-action shares [B, M] from per-world values [B, K, M]."""
-    qw = np.where(valid[:, None, :], values, -np.inf)
-    best = (qw >= qw.max(axis=-1, keepdims=True)) & valid[:, None, :]
-    return (best / best.sum(axis=-1, keepdims=True)).mean(axis=1)
+    return np.asarray(S.best_shares(jnp.asarray(values), jnp.asarray(valid)))
 
 
 def test_denoising_removes_rollout_noise_and_keeps_world_signal():
