@@ -356,7 +356,8 @@ def main(argv=None) -> dict:
         r["ratio_live"] = r["live_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset"] = r["autoreset_steps_per_s"] / py["python_steps_per_s"]
         r["ratio_autoreset_games"] = r["autoreset_games_per_s"] / py["python_games_per_s"]
-        log(f"  batch {r['batch']} x{r['shards']} devices: keys={r['key_method']} live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
+        log(f"  batch {r['batch']} x{r['shards']} devices: keys={r['key_method']} "
+            f"live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
             f"auto-reset {_fmt(r['autoreset_steps_per_s'])} steps/s (x{r['ratio_autoreset']:.2f}), "
             f"compile {r['compile_s']:.1f} s")
 
