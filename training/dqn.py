@@ -139,6 +139,15 @@ def sync_target(updates, target_update_steps: int, params, target_params):
     return jax.tree.map(lambda p, t: jnp.where(due, p, t), params, target_params)
 
 
+def apply_update(tx: optax.GradientTransformation, target_update_steps: int, grads, params, target_params,
+                 opt_state, updates):
+    """One optimiser step on ``grads``, then the target sync: (params, target, opt_state, updates)."""
+    upd, opt_state = tx.update(grads, opt_state, params)
+    params = optax.apply_updates(params, upd)
+    updates = updates + 1
+    return params, sync_target(updates, target_update_steps, params, target_params), opt_state, updates
+
+
 # ------------------------------------------------------------------ the setup
 @dataclasses.dataclass(frozen=True)
 class DQNSetup:
@@ -216,10 +225,8 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
         k_params, k_env, k_run = jax.random.split(key, 3)
         params = init_params(network, k_params, obs_dim)
         ls = learner.reset(k_env, B_local, slot_offset=shard * B_local)
-        example = Transition(obs=jnp.zeros(obs_dim, jnp.float32), mask=jnp.zeros(A, bool), action=jnp.int32(0),
-                             reward=jnp.float32(0), next_obs=jnp.zeros(obs_dim, jnp.float32),
-                             next_mask=jnp.zeros(A, bool), done=jnp.array(False))
-        return RunnerState(params=params, target_params=params, opt_state=tx.init(params), buffer=buf.init(example),
+        return RunnerState(params=params, target_params=params, opt_state=tx.init(params),
+                           buffer=buf.init(Transition.empty(obs_dim, A)),
                            learner=ls, key=k_run, step=jnp.int32(0), updates=jnp.int32(0))
 
     def update(carry, key, buffer, shard):
@@ -228,10 +235,7 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
         (loss, (q_mean, y_mean)), grads = loss_fn(params, target, batch)
         grads = jax.lax.pmean(grads, AXIS)
         loss, q_mean, y_mean = jax.lax.pmean((loss, q_mean, y_mean), AXIS)
-        upd, opt = tx.update(grads, opt, params)
-        params = optax.apply_updates(params, upd)
-        updates = updates + 1
-        target = sync_target(updates, cfg.target_update_steps, params, target)
+        params, target, opt, updates = apply_update(tx, cfg.target_update_steps, grads, params, target, opt, updates)
         return (params, target, opt, updates), jnp.stack([loss, q_mean, y_mean, 1.0])
 
     def iteration(rs: RunnerState, _):

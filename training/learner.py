@@ -46,6 +46,13 @@ class Transition:
     next_mask: jnp.ndarray  # bool[A]
     done: jnp.ndarray  # bool []
 
+    @classmethod
+    def empty(cls, obs_dim: int, num_actions: int) -> "Transition":
+        """One all-zero transition: the example a replay buffer is initialised from."""
+        return cls(obs=jnp.zeros(obs_dim, jnp.float32), mask=jnp.zeros(num_actions, bool), action=jnp.int32(0),
+                   reward=jnp.float32(0), next_obs=jnp.zeros(obs_dim, jnp.float32),
+                   next_mask=jnp.zeros(num_actions, bool), done=jnp.array(False))
+
 
 @struct.dataclass
 class LearnerState:

@@ -31,8 +31,8 @@ each seed (``--seeds`` of them, seeds 0, 1, ...) this module
    (`training.rewards.action_match_reward`): ``shaped`` = the row's shaped reward + 1 if
    the chosen action is the logged one; ``win`` = 1 if it is the logged one and the
    row's actor wins the game, else 0.  The whole run is one jitted `lax.scan`
-   (`training.dqn`'s `td_loss`, `MaskedEpsilonGreedy`, `sync_target`, the optimiser, and
-   `training.buffer`'s replay buffer).
+   (`training.dqn`'s `td_loss`, `MaskedEpsilonGreedy` and `apply_update` -- the
+   optimiser step and target sync -- and `training.buffer`'s replay buffer).
 4. **Evaluation** of ``bc``, ``dqn``, ``belief_ev`` and ``random`` on the held-out games.
    Each policy's action at a row: BC and DQN are greedy (argmax over the legal actions
    of the cloned probabilities / of Q); ``belief_ev`` and ``random`` take one sample of
@@ -88,7 +88,7 @@ from evals.seat_table import OPPONENTS
 from training.bc import fit as bc_fit
 from training.buffer import make_replay_buffer
 from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
-from training.dqn import MaskedEpsilonGreedy, make_optimizer, masked_greedy, sync_target, td_loss
+from training.dqn import MaskedEpsilonGreedy, apply_update, make_optimizer, masked_greedy, td_loss
 from training.learner import Transition
 from training.networks import init_params, make_network
 from training.rewards import action_match_reward
@@ -411,17 +411,11 @@ def make_offline_dqn(env: Env, cfg: DQNConfig):
     def train(key, seq, shaped):
         k_init, key = jax.random.split(key)
         params = init_params(network, k_init, obs_dim)
-        example = Transition(obs=jnp.zeros(obs_dim, jnp.float32), mask=jnp.zeros(A, bool), action=jnp.int32(0),
-                             reward=jnp.float32(0), next_obs=jnp.zeros(obs_dim, jnp.float32),
-                             next_mask=jnp.zeros(A, bool), done=jnp.array(False))
 
         def update(c, k):
             params, target, opt, updates, buffer = c
-            (loss, _), g = grad(params, target, buf.sample(buffer, k))
-            upd, opt = tx.update(g, opt, params)
-            params = optax.apply_updates(params, upd)
-            updates = updates + 1
-            return params, sync_target(updates, cfg.target_update_steps, params, target), opt, updates, buffer
+            _, g = grad(params, target, buf.sample(buffer, k))
+            return (*apply_update(tx, cfg.target_update_steps, g, params, target, opt, updates), buffer)
 
         def step(c, x):
             params, target, opt, updates, buffer, t, key = c
@@ -438,7 +432,8 @@ def make_offline_dqn(env: Env, cfg: DQNConfig):
                                                            lambda c_, k_: c_, inner, k_upd)
             return (params, target, opt, updates, buffer, t + x["valid"], key), r
 
-        carry = (params, params, tx.init(params), jnp.int32(0), buf.init(example), jnp.int32(0), key)
+        carry = (params, params, tx.init(params), jnp.int32(0), buf.init(Transition.empty(obs_dim, A)), jnp.int32(0),
+                 key)
         xs = {k: seq[k] for k in ("obs", "mask", "logged", "row_reward", "actor_wins", "next_obs", "next_mask",
                                   "done", "valid")}
         (params, *_), rewards = jax.lax.scan(step, carry, xs)
