@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+
 def _print_table(console: Console, title: str, rows: dict) -> None:
     table = Table(title=title)
     table.add_column("figure")
