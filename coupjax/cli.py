@@ -46,8 +46,10 @@ def _train_and_evaluate(args) -> None:
     use_host_cores(args.host_devices)  # before JAX starts: the DQN step shards its games over them
     from rich.progress import Progress
 
-    from coupjax.engine import Env
-    from evals.seat_table import OPPONENTS, evaluate_all, render_table
+    from coupjax.arena import play_tables
+    from coupjax.env import Env
+    from coupjax.policies.pools import OPPONENTS
+    from evals.seat_table import render_table
     from training.config import QUICKSTART, config_from_dict, load_config
     from training.train import run_dqn
 
@@ -64,8 +66,7 @@ def _train_and_evaluate(args) -> None:
     console.print(f"[bold]evaluating[/bold] {args.games} seeded 4-player tables per policy "
                   "(3 opponents drawn from the six bots)")
     with Progress(console=console, transient=True) as progress:
-        rows = evaluate_all(specs, Env(cfg.num_players), args.games, args.seed, chunk=min(args.games, 1000),
-                            progress=progress)
+        rows = play_tables(Env(cfg.num_players), specs, args.games, args.seed, progress=progress)
     console.print(render_table(rows, f"seat table: {args.games} games per policy, seed {args.seed}",
                                labels={str(run_dir): "trained"}))
     out = run_dir / "seat_table.json"

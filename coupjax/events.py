@@ -24,6 +24,11 @@ from coupjax.state import MAX_REVEALS, Event
 PRIVATE_ACTION_PHASES = (R.PH_LOSE, R.PH_EXCHANGE)
 
 
+def last_event(state) -> Event:
+    """The event of the step that produced ``state`` (with its private fields)."""
+    return state._event
+
+
 def public_event(event: Event) -> Event:
     """The event as every seat sees it: private fields set to -1.  Jittable, batchable."""
     hide_action = (event.phase == R.PH_LOSE) | (event.phase == R.PH_EXCHANGE)

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rules as R
-from coupjax.engine import SEAT_FEATURES, observation_layout
+from coupjax.game.views import SEAT_FEATURES, observation_layout
 
 KINDS = ("dqn", "bc_logreg", "bc_mlp")
 POLICY_FILE = "policy.json"

@@ -13,10 +13,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from coupjax import positions as P
+from coupjax.game import board
+from coupjax.game import deal as P
 from coupjax import rules as R
-from coupjax.engine import Env
-from coupjax.events import event_from_dict, event_to_dict
+from coupjax.env import Env
+from coupjax.events import event_from_dict, event_to_dict, last_event
 from coupjax.state import State
 
 FORMAT_VERSION = 1
@@ -27,7 +28,7 @@ def compiled(num_players: int):
     """(env, jitted init, step, make_position) for a table size, shared process-wide."""
     env = Env(num_players)
     return (env, jax.jit(env.init), jax.jit(env.step),
-            jax.jit(functools.partial(P.make_position, env)))
+            jax.jit(functools.partial(P.make_position, num_players)))
 
 
 def _roles(names, what: str) -> list[int]:
@@ -132,7 +133,7 @@ class Match:
         return [R.action_name(int(a), seat, self.num_players) for a in ids]
 
     def placements(self):
-        return [int(s) for s in np.asarray(self.env.placements(self.state))] if self.done else None
+        return [int(s) for s in np.asarray(board.placements(self.state))] if self.done else None
 
     def view(self) -> dict:
         """A JSON-able public summary of the table."""
@@ -141,16 +142,17 @@ class Match:
         placements = self.placements()
         role = lambda r: R.ROLES[int(r)] if r >= 0 else None  # noqa: E731
         return {
-            "turn": int(s._turn), "current_player": self.current_player,
-            "phase": "done" if self.done else R.PHASES[int(s._phase)],
+            "turn": int(board.turn(s)), "current_player": self.current_player,
+            "phase": "done" if self.done else R.PHASES[int(board.phase(s))],
             "coins": P.coins(s), "hidden": hidden, "revealed": self.revealed,
             "alive": [h > 0 for h in hidden], "done": self.done,
             "winner": placements[0] if placements else None, "placements": placements,
-            "actor": int(s._actor),
-            "main_action": R.MAIN_ACTIONS[int(s._action)] if s._action >= 0 else None,
-            "target": int(s._target) if s._target >= 0 else None,
-            "blocker": int(s._blocker) if s._blocker >= 0 else None, "block_role": role(s._block_role),
-            "deck_size": int(s._deck_size), "legal_actions": self.legal_actions(),
+            "actor": int(board.actor(s)),
+            "main_action": R.MAIN_ACTIONS[int(board.main_action(s))] if board.main_action(s) >= 0 else None,
+            "target": int(board.target(s)) if board.target(s) >= 0 else None,
+            "blocker": int(board.blocker(s)) if board.blocker(s) >= 0 else None,
+            "block_role": role(board.block_role(s)),
+            "deck_size": int(board.deck_size(s)), "legal_actions": self.legal_actions(),
         }
 
     # ------------------------------------------------------------------ playing
@@ -169,7 +171,7 @@ class Match:
             raise ValueError(f"{err}; legal actions: {', '.join(self.legal_actions())}") from None
         key = jax.random.fold_in(self._key, len(self.events) + 1)
         self.state = self._step(self.state, np.int32(action), key)
-        event = event_to_dict(self.state._event, self.num_players)
+        event = event_to_dict(last_event(self.state), self.num_players)
         self.events.append(event)
         return event
 

@@ -1,7 +1,7 @@
 """The rules of Coup as data: roles, the main-action table, phases and the action ids.
 
 Everything here is a constant (Python or NumPy); the engine turns the tables into
-`jnp` arrays.  `../shared/coup-rules.md` is the source of every number.
+`jnp` arrays.  `docs/rules.md` (the rules page) is the source of every number.
 
 Action ids (for ``n`` players, ``num_actions(n) == 32 + 3 * n``)::
 

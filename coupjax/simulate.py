@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rules as R
-from coupjax.engine import Env
+from coupjax.env import Env
+from coupjax.game import board
 
 
 def uniform_legal_action(key, mask):
@@ -38,7 +39,7 @@ def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
             s, key, t, lengths, hist = c
             key, ka, ks = jax.random.split(key, 3)
             a = uniform_legal_action(ka, s.legal_action_mask)
-            declared = (s._phase == R.PH_ACTION) & ~s.terminated
+            declared = (board.phase(s) == R.PH_ACTION) & ~s.terminated
             kinds = jnp.where(declared, main_kind[a], -1)
             hist = hist + (kinds[:, None] == jnp.arange(R.NUM_MAIN_ACTIONS)).sum(0)
             lengths = lengths + ~s.terminated
@@ -62,9 +63,9 @@ def simulate(num_players: int = 4, num_games: int = 4096, seed: int = 0) -> dict
     t0 = time.perf_counter()
     s, _, steps, lengths, hist = jax.block_until_ready(run(jax.random.fold_in(key, 1)))
     wall = time.perf_counter() - t0
-    winners = np.asarray(jax.vmap(env.placements)(s))[:, 0]
+    winners = np.asarray(jax.vmap(board.winner)(s))
     lengths = np.asarray(lengths)
-    turns = np.asarray(s._turn)
+    turns = np.asarray(board.turn(s))
     return {
         "num_players": num_players, "games": num_games, "seed": seed,
         "first_run_s_incl_compile": round(compile_s, 2), "wall_s": round(wall, 3),

@@ -63,12 +63,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import advisor as A
-from coupjax import belief as B
+from coupjax import arena
 from coupjax import metrics as M
-from coupjax import policies as P
-from coupjax import posterior as POST
-from coupjax.engine import Env
+from coupjax.advice import challenge as A
+from coupjax.beliefs import coupvisor as B
+from coupjax.beliefs import posterior as POST
+from coupjax.env import Env
+from coupjax.game.deal import hidden_hands
+from coupjax.policies import belief_ev as BEV
+from coupjax.policies import make_policy
+from coupjax.policies.pools import SCRIPTED_NAMES
+from coupjax.paths import config_path
 
 NUM_PLAYERS = 4
 MAX_SCORED = 256
@@ -76,7 +81,7 @@ MAX_STEPS = 3000
 CONDITIONS = ("aggressive_heavy", "honest_heavy")
 FCS_LIMIT = 0.15  # fitting constraint on the false-challenge share
 FIT_SEED_MIN = 1000  # evaluation seeds are < 1000, fitting seeds >= 1000
-CONFIG = Path(__file__).resolve().parent.parent / "configs" / "advisor.yaml"
+CONFIG = config_path("advisor.yaml")
 
 
 # ---------------------------------------------------------------- stage 1: play and record
@@ -95,9 +100,9 @@ def make_recorder(env: Env, policy_list, max_steps: int = MAX_STEPS, max_scored:
     def scored_decision(s):
         """(scored, claimant absolute seat, role, kind) of the decision in state s."""
         ctx = A.challenge_context(s.observation, n)
-        p = ctx["obs"]
+        v = ctx["view"]
         rel = jnp.arange(n)
-        between = (rel > ctx["claimant"]) & p["alive"].astype(bool)
+        between = (rel > ctx["claimant"]) & v.alive
         first = ctx["answer"] | ~between.any()  # react: no live seat between the actor and us
         scored = ctx["decision"] & first & ~s.terminated
         claimant = (s.current_player + ctx["claimant"]) % n
@@ -118,7 +123,7 @@ def make_recorder(env: Env, policy_list, max_steps: int = MAX_STEPS, max_scored:
             k, k_pol, k_act, k_step = jax.random.split(k, 4)
             scored, claimant, role, kind = scored_decision(s)
             # GROUND TRUTH (harness only): does the claimant's hidden hand hold the role?
-            bluff = ~jnp.any(s._hands[claimant] == role)
+            bluff = ~jnp.any(hidden_hands(s)[claimant] == role)
             i = jnp.minimum(count, K - 1)
             w = scored & (count < K)
             b = dict(
@@ -184,7 +189,7 @@ def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced"):
 def play_condition(recorder, key, condition: str, games: int, chunk: int, progress=None, task=None) -> dict:
     """Play ``games`` games of ``condition`` in chunks; return the flattened records."""
     k_seats, k_play = jax.random.split(key)
-    seats = np.asarray(P.draw_seats(k_seats, condition, games, NUM_PLAYERS))
+    seats = np.asarray(arena.draw_seats(k_seats, condition, games, NUM_PLAYERS))
     parts, overflow, unfinished = [], 0, 0
     for c, start in enumerate(range(0, games, chunk)):
         idx = seats[start:start + chunk]
@@ -260,7 +265,7 @@ def record_conditions(games: int, seed: int, chunk: int, conditions=CONDITIONS, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     env = Env(NUM_PLAYERS)
-    recorder = make_recorder(env, [P.make_policy(x, env) for x in P.SCRIPTED_NAMES])
+    recorder = make_recorder(env, [make_policy(x, env) for x in SCRIPTED_NAMES])
     chunk = max(1, min(chunk, games))
     records = {}
     cols = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -367,8 +372,8 @@ def _rows_apply(fn, obs, *args, block=ROW_BLOCK):
 
 def _facts_one(o):
     ctx = A.challenge_context(o, NUM_PLAYERS)
-    p = ctx.pop("obs")
-    return dict(ctx, features=A.calibration_features(p, ctx["claimant"], ctx["role"]))
+    v = ctx.pop("view")
+    return dict(ctx, features=A.calibration_features(v, ctx["claimant"], ctx["role"]))
 
 
 # Built once, so repeated calls (every grid point of --fit) reuse one compilation per shape.
@@ -635,7 +640,7 @@ def _plain(x):
 
 
 # ---------------------------------------------------------------- belief_ev against the scripted bots
-SEAT_TABLE_NAMES = tuple(P.SCRIPTED_NAMES) + ("belief_ev",)
+SEAT_TABLE_NAMES = tuple(SCRIPTED_NAMES) + ("belief_ev",)
 
 
 def seat_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAMES, alphas=()) -> dict:
@@ -644,21 +649,21 @@ def seat_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAMES,
     `advisor.PLAY_OVERRIDES` was chosen), one jitted `policies.make_table_runner`; per
     policy: win rate = wins / seats occupied (Wilson 95% interval)."""
     env = Env(NUM_PLAYERS)
-    policies = [P.make_policy(x, env) for x in names]
+    policies = [make_policy(x, env) for x in names]
     names = list(names)
     for a in alphas:
-        policies.append(A.make_belief_ev(env, A.play_params().replace(alpha=float(a))))
+        policies.append(BEV.make_belief_ev(env, BEV.play_params().replace(alpha=float(a))))
         names.append(f"belief_ev[alpha={a}]")
-    run = P.make_table_runner(env, policies)
+    run = arena.make_table_runner(env, policies)
     k_seats, k_run = jax.random.split(jax.random.PRNGKey(seed))
-    idx = np.asarray(P.draw_seats(k_seats, {x: 1.0 for x in names}, games, NUM_PLAYERS, names))
+    idx = np.asarray(arena.draw_seats(k_seats, {x: 1.0 for x in names}, games, NUM_PLAYERS, names))
     wins, finished = [], 0
     for c, start in enumerate(range(0, games, chunk)):
         part = idx[start:start + chunk]
         size = part.shape[0]
         if size < chunk:
             part = np.concatenate([part, np.repeat(part[-1:], chunk - size, axis=0)])
-        _, st = run(jax.random.fold_in(k_run, c), jnp.asarray(part))
+        _, st = run(arena.game_keys(k_run, start, chunk), jnp.asarray(part))
         wins.append(np.asarray(st["wins"])[:size])
         finished += int(np.asarray(st["finished"])[:size].sum())
     wins = np.concatenate(wins)

@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 from coupjax import search as S
-from coupjax.engine import Env
+from coupjax.env import Env
 
 
 def first_decisions(env: Env, seed: int, games: int):

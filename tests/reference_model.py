@@ -1,4 +1,4 @@
-"""A plain-Python reference model of the Coup rules (``shared/coup-rules.md``).
+"""A plain-Python reference model of the Coup rules (``docs/rules.md``).
 
 Stdlib only, written for clarity and for speed (no copies per step).  Used as the
 oracle of a differential test against the JAX engine and as a Python speed baseline.

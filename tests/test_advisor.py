@@ -10,9 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import advisor as A
 from coupjax import policies as P
-from coupjax import positions as POS
+from coupjax.advice import action_ev as AE
+from coupjax.advice import challenge as A
+from coupjax.advice import explain as EX
+from coupjax.game import deal as POS
 from coupjax import rules as R
 from coupjax.match import Match, compiled
 
@@ -31,7 +33,7 @@ def _sigmoid(z):
 
 
 def advice(obs, belief="exact", style="balanced", params=PRM, calibrated=True):
-    return A.challenge_advice(obs, N, belief, params, style, calibrated=calibrated)
+    return EX.challenge_advice(obs, N, belief, params, style, calibrated=calibrated)
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +181,7 @@ def test_explanation_names_the_numbers(turn_one_tax):
     assert "0 of 3 dukes visible to you" in text
     assert "hand sizes: you 2, seat +1 2, seat +2 2, seat +3 2" in text
     assert "no coin threat" in text and "base" in text
-    assert "seat 0 claims duke" in A.challenge_advice(turn_one_tax, N, observer_seat=1)["explanation"]
+    assert "seat 0 claims duke" in EX.challenge_advice(turn_one_tax, N, observer_seat=1)["explanation"]
     # a block decision: the actor answers
     m = Match(N, seed=4, hands=[["duke", "assassin"], ["captain", "contessa"], ["ambassador", "duke"],
                                 ["assassin", "captain"]])
@@ -198,22 +200,22 @@ def test_recommend_action():
     hands = np.array([[D, AS], [C, CO], [AM, D], [AS, C]], np.int32)
     deck = POS.deck_array([D, AM, CO, CO, AM, C, AS])
     s = position(hands, deck, np.array([7, 2, 2, 5], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
-    f = jax.jit(lambda o, msk: A.recommend_action(o, msk, N))
+    f = jax.jit(lambda o, msk: AE.recommend_action(o, msk, N))
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
     mask = np.asarray(s.legal_action_mask)
     main = mask & (env.layout.main_kind >= 0)
     assert np.isfinite(r["ev"][main]).all() and np.isneginf(r["ev"][~main]).all()
     assert mask[r["best"]]
     assert R.action_name(int(r["best"]), 0, N) == "coup:3"  # 7 coins: coup the leader (5 coins)
-    text = A.explain_action(r, N, observer_seat=0)
+    text = EX.explain_action(r, N, observer_seat=0)
     assert text.startswith("best: coup:3") and "EV" in text
     # exchange is a bluff here (no ambassador) and is penalised
     assert r["bluff"][3] and not r["bluff"][2]
-    assert r["rejected_bluff"][3] and r["ev"][3] < -A.REJECTED_BLUFF_PENALTY / 2
-    shown = next(part for part in A.explain_action(r, N, observer_seat=0, top=20).split("; ")
+    assert r["rejected_bluff"][3] and r["ev"][3] < -AE.REJECTED_BLUFF_PENALTY / 2
+    shown = next(part for part in EX.explain_action(r, N, observer_seat=0, top=20).split("; ")
                  if part.startswith("exchange EV"))
     assert "(a bluff not worth its risk)" in shown
-    assert f"EV {r['ev'][3] + A.REJECTED_BLUFF_PENALTY:+.2f} coins" in shown  # shown without the penalty
+    assert f"EV {r['ev'][3] + AE.REJECTED_BLUFF_PENALTY:+.2f} coins" in shown  # shown without the penalty
     # 3 coins and an assassin: assassinate beats income
     s = position(hands, deck, np.array([3, 2, 2, 2], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
@@ -264,7 +266,7 @@ def test_belief_ev_reads_only_its_observation():
         hands = []
         for seat, h in enumerate(POS.hands(s)):
             hands.append(h if seat == me else [perm.pop() for _ in h])
-        other = POS.replace_hidden(env, s, POS.hand_arrays(hands, N), POS.deck_array(perm))
+        other = POS.replace_hidden(s, POS.hand_arrays(hands, N), POS.deck_array(perm))
         np.testing.assert_array_equal(np.asarray(other.observation), np.asarray(s.observation))
         key = jax.random.PRNGKey(1)
         np.testing.assert_array_equal(np.asarray(pol(key, other)), np.asarray(pol(key, s)))

@@ -10,16 +10,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import belief as B
-from coupjax import positions as POS
-from coupjax.engine import SEAT_FEATURES, observation_layout
+from coupjax.beliefs import coupvisor as B
+from coupjax.game import deal as POS
+from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax.view import parse
 from coupjax.match import Match, compiled
 
 D, A, C, M, T = range(5)  # duke assassin captain ambassador contessa
 DEFAULT = B.CoupVisorParams()
 _BELIEF = jax.jit(B.coupvisor_belief, static_argnums=1)
 _TRUTH = jax.jit(B.claim_truth_probabilities, static_argnums=1)
-_PARSE = jax.jit(B.parse_observation, static_argnums=1)
+_PARSE = jax.jit(parse, static_argnums=1)
 _IMPOSSIBLE = jax.jit(jax.vmap(B.hard_impossible, in_axes=(None, None, 0)), static_argnums=1)
 
 
@@ -61,7 +62,7 @@ def _table():
 def _prior_belief(obs, n=4):
     """The no-evidence belief: prior * damp, normalised (computed here by hand)."""
     p = _PARSE(obs, n)
-    remaining = np.maximum(0, 3 - np.asarray(p["visible"]))
+    remaining = np.maximum(0, 3 - np.asarray(p.visible))
     damp = np.where(remaining > 0, (remaining / 3.0) ** 0.7, 0.0)
     return damp / damp.sum()
 
@@ -76,19 +77,19 @@ def test_parse_observation_matches_the_state():
         p = jax.tree.map(np.asarray, _PARSE(observe(m, seat), 4))
         order = [(seat + k) % 4 for k in range(4)]
         hands = POS.hands(m.state)
-        assert p["own_cards"].tolist() == hands[seat] + [-1] * (2 - len(hands[seat]))
-        assert p["hidden"].tolist() == [len(hands[s]) for s in order]
+        assert p.own_cards.tolist() == hands[seat] + [-1] * (2 - len(hands[seat]))
+        assert p.hidden.tolist() == [len(hands[s]) for s in order]
         claims = np.asarray(m.state._claims)[order]
-        np.testing.assert_array_equal(p["claims"], claims)
-        assert int(p["exchanger"]) == (1 - seat) % 4
+        np.testing.assert_array_equal(p.claims, claims)
+        assert int(p.exchanger) == (1 - seat) % 4
         drawn = POS.drawn(m.state)
-        assert p["drawn"].sum() == (2 if seat == 1 else 0)
-        assert int(p["other_drawn"]) == (0 if seat == 1 else 2)
-        assert int(p["deck_size"]) == int(m.state._deck_size)
+        assert p.drawn.sum() == (2 if seat == 1 else 0)
+        assert int(p.other_drawn) == (0 if seat == 1 else 2)
+        assert int(p.deck_size) == int(m.state._deck_size)
         own = np.bincount(hands[seat] + (drawn if seat == 1 else []), minlength=5)
-        np.testing.assert_array_equal(p["visible"], own)
-        assert int(p["num_unseen"]) == 15 - own.sum()
-        assert int(p["turn"]) == 1
+        np.testing.assert_array_equal(p.visible, own)
+        assert int(p.num_unseen) == 15 - own.sum()
+        assert int(p.turn) == 1
 
 
 # --------------------------------------------------------------------------- (c) CoupVisor
@@ -177,7 +178,7 @@ def test_evidence_resets_after_a_proven_claim():
     obs = observe(m, 2)
     p = _PARSE(obs, 4)
     rel = 2  # seat 0 seen from seat 2
-    assert int(p["renewals"][rel]) == 1 and int(p["claims"][rel].sum()) == 0
+    assert int(p.renewals[rel]) == 1 and int(p.claims[rel].sum()) == 0
     np.testing.assert_allclose(belief(obs)[rel], _prior_belief(obs), atol=1e-6)
     # a proven block resets the blocker's blocks too
     m.play("steal:2")  # seat 1 steals from seat 2 (who holds an ambassador)
@@ -186,7 +187,7 @@ def test_evidence_resets_after_a_proven_claim():
     assert belief(before)[3, M] > _prior_belief(before)[M]  # seat 2 seen from seat 3
     m.play("challenge")  # seat 1 challenges; seat 2 shows the ambassador and redraws
     after = observe(m, 3)
-    assert int(_PARSE(after, 4)["blocks"][3].sum()) == 0
+    assert int(_PARSE(after, 4).blocks[3].sum()) == 0
     np.testing.assert_allclose(belief(after)[3], _prior_belief(after), atol=1e-6)
 
 

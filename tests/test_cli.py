@@ -5,7 +5,7 @@ import os
 import pytest
 
 from coupjax import cli
-from evals.seat_table import OPPONENTS
+from coupjax.policies.pools import OPPONENTS
 
 
 @pytest.mark.slow

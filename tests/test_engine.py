@@ -13,7 +13,7 @@ import pytest
 from coupjax import Env, rules as R
 from coupjax.events import event_to_dict, public_event
 from coupjax.match import Match, compiled
-from coupjax.positions import replace_hidden
+from coupjax.game.deal import replace_hidden
 
 PROPERTY_GAMES = int(os.environ.get("COUPJAX_PROPERTY_GAMES", "4096"))
 
@@ -171,13 +171,13 @@ def test_observations_and_public_events_leak_no_hidden_card():
     def check(key, s):
         seat = s.current_player
         hands, deck = _unseen_permutation(key, s, seat, n)
-        s2 = replace_hidden(env, s, hands, deck)
+        s2 = replace_hidden(s, hands, deck)
         changed = jnp.any(hands != s._hands)
         same_obs = jnp.array_equal(env.observe(s, seat), env.observe(s2, seat))
         same_mask = jnp.array_equal(s.legal_action_mask, s2.legal_action_mask)
         # the observation does see the observer's own hand
         own = s._hands.at[seat].set(s._hands[seat, ::-1])
-        differs_own = ~jnp.array_equal(env.observe(replace_hidden(env, s, own, deck), seat), env.observe(s, seat))
+        differs_own = ~jnp.array_equal(env.observe(replace_hidden(s, own, deck), seat), env.observe(s, seat))
         return changed, same_obs & jnp.array_equal(s2.observation, s.observation), same_mask, differs_own
 
     changed, same_obs, same_mask, differs_own = jax.vmap(check)(jax.random.split(jax.random.PRNGKey(4), num), s)

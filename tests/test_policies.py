@@ -14,9 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import positions
+from coupjax import arena
+from coupjax.game import deal as positions
+from coupjax.policies import pools
+from coupjax.policies.common import bluff_actions
 from coupjax import rules as R
-from coupjax.engine import Env
+from coupjax.env import Env
 from coupjax.match import compiled
 from coupjax import policies as P
 
@@ -34,9 +37,9 @@ def env():
 @pytest.fixture(scope="module")
 def table(env):
     """(runner over SCRIPTED_NAMES, uniform seat draw int32[2000, 4])."""
-    names = list(P.SCRIPTED_NAMES)
-    runner = P.make_table_runner(env, [P.make_policy(x, env) for x in names], MAX_STEPS)
-    seats = P.draw_seats(jax.random.PRNGKey(11), {x: 1.0 for x in names}, NUM_GAMES, NUM_PLAYERS)
+    names = list(pools.SCRIPTED_NAMES)
+    runner = arena.make_table_runner(env, [P.make_policy(x, env) for x in names], MAX_STEPS)
+    seats = arena.draw_seats(jax.random.PRNGKey(11), {x: 1.0 for x in names}, NUM_GAMES, NUM_PLAYERS)
     return runner, seats
 
 
@@ -44,9 +47,9 @@ def table(env):
 def full_games(table):
     runner, seats = table
     t0 = time.perf_counter()
-    jax.block_until_ready(runner(jax.random.PRNGKey(0), seats, jnp.zeros(NUM_GAMES, jnp.int32)))  # compile only
+    jax.block_until_ready(runner(arena.game_keys(0, 0, NUM_GAMES), seats, jnp.zeros(NUM_GAMES, jnp.int32)))  # compile only
     t1 = time.perf_counter()
-    state, stats = runner(jax.random.PRNGKey(12), seats, jnp.full(NUM_GAMES, MAX_STEPS, jnp.int32))
+    state, stats = runner(arena.game_keys(12, 0, NUM_GAMES), seats, jnp.full(NUM_GAMES, MAX_STEPS, jnp.int32))
     jax.block_until_ready(stats)
     return state, {k: np.asarray(v) for k, v in stats.items()}, (t1 - t0, time.perf_counter() - t1)
 
@@ -56,7 +59,7 @@ def mid_states(table):
     """Non-terminal positions after a random number (0..150) of decisions, all phases."""
     runner, seats = table
     limits = jax.random.randint(jax.random.PRNGKey(13), (NUM_GAMES,), 0, 151)
-    state, _ = runner(jax.random.PRNGKey(14), seats, limits)
+    state, _ = runner(arena.game_keys(14, 0, NUM_GAMES), seats, limits)
     live = np.flatnonzero(~np.asarray(state.terminated))[:1024]
     states = jax.tree.map(lambda x: x[live], state)
     phases = set(np.asarray(states._phase).tolist())
@@ -79,7 +82,7 @@ def _rehide(env: Env, state, key):
     src = jnp.argsort(jnp.where(unseen, r, 2.0), stable=True)  # unseen slots, random order
     dst = jnp.argsort(jnp.where(unseen, 0, 1), stable=True)  # unseen slots, in order
     new = pool.at[dst].set(pool[src])
-    return positions.replace_hidden(env, state, new[: 2 * n].reshape(n, 2), new[2 * n:])
+    return positions.replace_hidden(state, new[: 2 * n].reshape(n, 2), new[2 * n:])
 
 
 def _policy_batch(env, name):
@@ -156,16 +159,16 @@ def test_rates_match_table(full_games, table, env):
     steps = stats["steps"]
     print(f"\n{NUM_GAMES} games (4 players): run {run_s:.1f} s, compile/warm-up {compile_s:.1f} s; "
           f"decisions per game mean {steps.mean():.1f}, max {steps.max()}")
-    for i, name in enumerate(P.SCRIPTED_NAMES):
+    for i, name in enumerate(pools.SCRIPTED_NAMES):
         sel = seats == i
         bluff = stats["bluffs"][sel].sum() / stats["bluff_opportunities"][sel].sum()
         chal = stats["challenges"][sel].sum() / stats["challenge_opportunities"][sel].sum()
         assert stats["bluff_opportunities"][sel].sum() > 1000 and stats["challenge_opportunities"][sel].sum() > 1000
-        want = P.SCRIPTED_RATES[name]
+        want = pools.SCRIPTED_RATES[name]
         print(f"{name:10s} bluff {bluff:.4f} (table {want['bluff']})  challenge {chal:.4f} (table {want['challenge']})")
         assert abs(bluff - want["bluff"]) <= RATE_TOLERANCE, (name, bluff)
         assert abs(chal - want["challenge"]) <= RATE_TOLERANCE, (name, chal)
-    honest = seats == P.SCRIPTED_NAMES.index("honest")
+    honest = seats == pools.SCRIPTED_NAMES.index("honest")
     assert stats["bluffs"][honest].sum() == 0
 
 
@@ -188,10 +191,10 @@ def test_no_recompilation(env, mid_states, name):
 # ------------------------------------------------------------------ registry, seats, runner
 def test_registry(env):
     names = P.policy_names()
-    assert set(P.SCRIPTED_NAMES) <= set(names)
+    assert set(pools.SCRIPTED_NAMES) <= set(names)
     docs = P.describe_policies()
     assert set(docs) == set(names) and all(isinstance(d, str) and d.endswith(".") for d in docs.values())
-    assert set(P.SCRIPTED_RATES) == set(P.SCRIPTED_NAMES)
+    assert set(pools.SCRIPTED_RATES) == set(pools.SCRIPTED_NAMES)
     with pytest.raises(KeyError):
         P.make_policy("no-such-policy", env)
     with pytest.raises(TypeError):
@@ -201,15 +204,15 @@ def test_registry(env):
 
 
 def test_draw_seats():
-    for cond, mix in P.CONDITIONS.items():
+    for cond, mix in pools.CONDITIONS.items():
         assert abs(sum(mix.values()) - 1.0) < 1e-9
-        seats = np.asarray(P.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
+        seats = np.asarray(arena.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
         assert seats.shape == (5000, 4) and seats.dtype == np.int32
         for name, w in mix.items():
-            share = (seats == P.SCRIPTED_NAMES.index(name)).mean()
+            share = (seats == pools.SCRIPTED_NAMES.index(name)).mean()
             assert abs(share - w) < 0.02, (cond, name, share)
     with pytest.raises(ValueError):
-        P.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
+        arena.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
 
 
 def test_bot_choices_on_positions():
@@ -240,13 +243,13 @@ def test_bot_choices_on_positions():
     coup = probs[env.layout.coup:env.layout.coup + 4]
     assert coup[2] > 0.5 and coup[1] < 1e-20 and coup[3] < 1e-20
     # a bluff is possible: the aggressive bot bluffs with probability 0.25
-    bl = np.asarray(P.bluff_actions(env, s.observation, s.legal_action_mask))
+    bl = np.asarray(bluff_actions(s.observation, s.legal_action_mask, env.num_players))
     assert bl.any() and probs[bl].sum() == pytest.approx(0.25, abs=1e-5)
 
 
 def test_run_games_small(env):
-    state, stats = P.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
+    state, stats = arena.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
     assert np.asarray(state.terminated).all()
     assert np.asarray(stats["wins"]).sum() == 8
     assert np.asarray(stats["bluffs"])[:, 0].sum() == 0
-    assert set(stats) >= set(P.STAT_NAMES)
+    assert set(stats) >= set(arena.STAT_NAMES)

@@ -10,9 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import positions as POS
-from coupjax import posterior as P
-from coupjax.engine import SEAT_FEATURES, observation_layout
+from coupjax.beliefs import posterior as P
+from coupjax.game import deal as POS
+from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax.view import parse
 from coupjax.match import Match, compiled
 
 Q = dict(q_honest_action=0.85, q_bluff_action=0.15, q_honest_block=0.85, q_bluff_block=0.15)
@@ -348,26 +349,26 @@ def test_sampler_matches_exact_marginals_and_joint():
 
 def test_sampler_six_players_own_exchange():
     n, obs = SYNTHETIC[3]
-    p = P.parse_observation(obs, n)
+    p = parse(obs, n)
     hands, deck, drawn = _check_worlds(SAMPLE(jax.random.PRNGKey(3), obs, n, K), obs, n)
     _assert_marginals(hands, np.asarray(EXACT(obs, n)["role_marginals"]))
-    assert ((deck >= 0).sum(axis=1) == int(p["deck_size"])).all()
-    assert int(p["exchanger"]) == 0 and (drawn == np.array([D, M])).all()  # its own draw, role order
+    assert ((deck >= 0).sum(axis=1) == int(p.deck_size)).all()
+    assert int(p.exchanger) == 0 and (drawn == np.array([D, M])).all()  # its own draw, role order
 
 
 def test_sampler_engine_exchange_phase():
     obs_list = observations("scenario_4p_full")
-    mid = [o for o in obs_list if int(P.parse_observation(o[2], 4)["exchanger"]) >= 0]
+    mid = [o for o in obs_list if int(parse(o[2], 4).exchanger) >= 0]
     assert len(mid) == 4  # every seat's view while seat 3 chooses its exchange
     for n, seat, obs in mid:
-        p = P.parse_observation(obs, n)
+        p = parse(obs, n)
         hands, deck, drawn = _check_worlds(SAMPLE(jax.random.PRNGKey(seat), obs, n, K), obs, n)
         assert (drawn >= 0).all()  # the exchanger's two drawn cards: own (seat 3) or sampled
-        assert ((deck >= 0).sum(axis=1) == int(p["deck_size"])).all()
+        assert ((deck >= 0).sum(axis=1) == int(p.deck_size)).all()
         if seat == 3:
             assert (drawn == drawn[0]).all()
         else:
-            assert int(p["exchanger"]) == (3 - seat) % 4 and len({tuple(r) for r in drawn[:200].tolist()}) > 1
+            assert int(p.exchanger) == (3 - seat) % 4 and len({tuple(r) for r in drawn[:200].tolist()}) > 1
             _assert_marginals(hands, np.asarray(EXACT(obs, n)["role_marginals"]))
 
 
@@ -381,7 +382,7 @@ def test_sampled_worlds_reproduce_the_observation():
     hands_abs = np.asarray(P.to_absolute(worlds.hands, observer))
     assert (hands_abs[:, observer] == np.asarray(worlds.hands[:, 0])).all()
     assert (hands_abs[:, (observer + 1) % 4] == np.asarray(worlds.hands[:, 1])).all()
-    replace = jax.jit(functools.partial(POS.replace_hidden, m.env))
+    replace = jax.jit(POS.replace_hidden)
     for k in range(4):
         s = replace(m.state, hands_abs[k], worlds.deck[k])
         POS.check_cards(POS.hands(s), POS.deck_order(s), POS.revealed(s), POS.drawn(s))

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax.engine import Env
+from coupjax.env import Env
 from training import replicate_coupvisor as RC
 from training.rewards import RewardInputs, action_match_reward, make_reward
 

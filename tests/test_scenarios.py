@@ -1,5 +1,5 @@
 """Scenario tests of the JAX engine through `Match`: explicit positions for every rule
-and edge case of shared/coup-rules.md.
+and edge case of docs/rules.md.
 
 Every deal is explicit (`deal` below): the deck starts with ``first`` and holds the
 remaining cards in role order, so draws before any reshuffle are known.  `play` plays a

@@ -14,11 +14,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from coupjax import arena
 from coupjax import policies as P
-from coupjax import positions
+from coupjax.game import deal as positions
+from coupjax.policies import pools
 from coupjax import rules as R
 from coupjax import search as S
-from coupjax.engine import Env
+from coupjax.env import Env
+from coupjax.search import advice as SA
+from coupjax.search import worlds as SW
+from coupjax.search.config import max_legal_actions
 from tests.test_policies import _rehide
 
 D, A, C, AM, CO = range(5)
@@ -53,7 +58,7 @@ def config2(env2):
 def positions2(env2):
     """[forced coup (10 coins, opponent on 1 card), forced coup (opponent on 2 cards),
     one-influence endgame (both on 1 card, seat 0 has 7 coins), a finished game]."""
-    pos = jax.jit(lambda h, d, c, rv: positions.make_position(env2, h, d, c, rv, 0, 5))
+    pos = jax.jit(lambda h, d, c, rv: positions.make_position(2, h, d, c, rv, 0, 5))
     no_rev = np.full((2, 2), -1, np.int32)
     forced1 = pos(positions.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
                   np.array([10, 3], np.int32), np.array([[-1, -1], [CO, -1]], np.int32))
@@ -70,7 +75,7 @@ def positions2(env2):
 def searched2(config2, positions2):
     """SearchResult rows and the three modes' logits for `positions2` (the compiled
     one-state search that `search.advise` uses, so the advice test reuses it)."""
-    fn = S._advice_fn(2, config2)
+    fn = SA.advice_function(2, config2)
     out = [fn(jax.random.PRNGKey(7 + b), jax.tree.map(lambda x: x[b], positions2))
            for b in range(positions2.current_player.shape[0])]
     res = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *[o[1] for o in out])
@@ -257,8 +262,8 @@ def test_config_validation(env4):
     with pytest.raises(ValueError):
         S.SearchConfig(tau=0.0)
     with pytest.raises(ValueError):
-        S.resolve_policy(env4, "expected")  # a search policy cannot be its own rollout policy
-    assert S.max_legal_actions(4) == 13 and S.max_legal_actions(2) == 7
+        SW.resolve_policy(env4, "expected")  # a search policy cannot be its own rollout policy
+    assert max_legal_actions(4) == 13 and max_legal_actions(2) == 7
     assert S.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
     with pytest.raises(ValueError):
         S.SearchConfig(prior_uniform=1.0)
@@ -270,22 +275,22 @@ def test_config_validation(env4):
 def test_scripted_mix_is_the_average_of_the_bots(env4):
     """The fused `scripted_mix` equals the average of the five scripted bots' distributions
     (default weights) and a single bot with one-hot weights, on positions from every phase."""
-    run = P.make_table_runner(env4, [P.make_policy("random", env4)])
+    run = arena.make_table_runner(env4, [P.make_policy("random", env4)])
     limit = jnp.asarray(np.random.default_rng(0).integers(0, 60, 256), jnp.int32)
-    states, _ = run(jax.random.PRNGKey(0), jnp.zeros((256, 4), jnp.int32), limit)
+    states, _ = run(arena.game_keys(0, 0, 256), jnp.zeros((256, 4), jnp.int32), limit)
     assert len(set(np.asarray(states._phase).tolist())) >= 4
     keys = jax.random.split(jax.random.PRNGKey(1), 256)
 
     def probs(pol):
         return np.asarray(jax.jit(jax.vmap(lambda k, s: jax.nn.softmax(pol(k, s))))(keys, states))
 
-    bots = [probs(P.make_policy(name, env4)) for name in S.MIX_NAMES]
+    bots = [probs(P.make_policy(name, env4)) for name in pools.MIX_NAMES]
     mix = P.make_policy("scripted_mix", env4)
     np.testing.assert_allclose(probs(mix), np.mean(bots, axis=0), atol=1e-5)
     np.testing.assert_array_equal(np.isneginf(np.asarray(jax.vmap(mix)(keys, states))),
                                   ~np.asarray(states.legal_action_mask))
     aggressive = P.make_policy("scripted_mix", env4, weights=(0, 0, 0, 1, 0))
-    np.testing.assert_allclose(probs(aggressive), bots[S.MIX_NAMES.index("aggressive")], atol=1e-5)
+    np.testing.assert_allclose(probs(aggressive), bots[pools.MIX_NAMES.index("aggressive")], atol=1e-5)
     with pytest.raises(ValueError):
         P.make_policy("scripted_mix", env4, weights=(1, 1))
 
@@ -311,12 +316,12 @@ def test_denoising_removes_rollout_noise_and_keeps_world_signal():
     noise = rng.choice([-1.0, 1.0], size=(1, K, 4, Rr)).astype(np.float32)
     v_noise = mu[None, None, :, None] + noise
     raw = _shares(v_noise.mean(-1), valid)[0]
-    den = _shares(np.asarray(S._denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(S.denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
     assert raw[0] < 0.9 and raw[1:3].sum() > 0.1, raw
     np.testing.assert_allclose(den, [1.0, 0.0, 0.0, 0.0])
 
     signal = np.zeros((1, K, 4, Rr), np.float32) + mu[None, None, :, None]
     signal[:, : K // 2, 2] += 1.0
-    den = _shares(np.asarray(S._denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(S.denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
     np.testing.assert_allclose(den, _shares(signal.mean(-1), valid)[0])
     np.testing.assert_allclose(den, [0.5, 0.0, 0.5, 0.0])

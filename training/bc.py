@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from coupjax import policies as P
-from coupjax.engine import Env
+from coupjax.env import Env
+from coupjax.policies import resolve_policy
 from training.config import BCConfig, config_to_dict, resolve_pool
 from training.networks import init_params, make_network
 
@@ -33,7 +33,7 @@ def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
     ``num_envs`` games; data leaves [steps * num_envs, ...]: obs, mask, action, teacher
     (index into ``list(pool)``)."""
     names = list(pool)
-    policies = [P.make_policy(x, env) for x in names]
+    policies = [resolve_policy(x, env) for x in names]
     w = np.asarray([pool[x] for x in names], np.float64)
     logw = jnp.log(jnp.asarray(w / w.sum(), jnp.float32))
     n = env.num_players
@@ -146,7 +146,7 @@ def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
 def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) -> dict:
     """Collect, fit, export to ``run_dir/export``; returns the summary (also in summary.json)."""
     from training import checkpoint as C
-    from training.train import _init_wandb, evaluate_run
+    from training.runs import evaluate_run, init_wandb
 
     t0 = time.time()
     run_dir = Path(run_dir)
@@ -161,7 +161,7 @@ def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) 
         keep = np.isin(data["teacher"], [names.index(x) for x in cfg.imitate])
         data = {k: v[keep] for k, v in data.items()}
     collect_s = time.time() - t0
-    wb = _init_wandb(cfg, run_dir, use_wandb, False)
+    wb = init_wandb(cfg, run_dir, use_wandb, False)
 
     def log(row, step):
         if not quiet:

@@ -10,12 +10,12 @@ An unknown key stops the run with a message naming it and the nearest known key:
 
 Opponent pools (``opponents`` for DQN, ``teachers`` for BC) are one of:
 
-* a mapping ``policy name -> weight`` over registered policy names
-  (`coupjax.policies.policy_names`), e.g. ``{honest: 1, bluffer: 2}``;
-* the name of a condition in `coupjax.policies.CONDITIONS` (``aggressive_heavy``);
-* ``scripted``: uniform over random, honest, cautious, aggressive, bluffer, plus
-  ``belief_ev`` when that policy is registered at run time;
-* a single registered policy name (every opponent seat plays it).
+* a mapping ``policy spec -> weight`` (`coupjax.policies.spec`: a registered name, a
+  run or export directory, or ``module:function``), e.g. ``{honest: 1, bluffer: 2}``;
+* the name of a condition in `coupjax.policies.pools.CONDITIONS` (``aggressive_heavy``);
+* ``scripted``: uniform over the evaluation pool `coupjax.policies.pools.OPPONENTS`
+  (random, honest, cautious, aggressive, bluffer, belief_ev);
+* a single policy spec (every opponent seat plays it).
 
 ``policy_modules`` lists extra modules imported first, for policies registered
 outside `coupjax.policies`.
@@ -32,8 +32,9 @@ from typing import Any, Mapping
 
 import yaml
 
-SCRIPTED_POOL = ("random", "honest", "cautious", "aggressive", "bluffer", "belief_ev")
-
+from coupjax.policies import PolicySpecError, policy_names
+from coupjax.policies.pools import CONDITIONS, OPPONENTS
+from coupjax.policies.spec import describe_spec
 
 # The main job's embedded default (`python -m coupjax`, `make run`): `configs/dqn_cpu.yaml`
 # cut to a third of its updates, so a fresh machine trains and evaluates in minutes.
@@ -240,32 +241,33 @@ def _check_cross(cfg) -> None:
 
 
 def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, float]:
-    """A pool spec -> {registered policy name: weight > 0} (see the module doc)."""
+    """A pool spec -> {policy spec: weight > 0} (see the module doc)."""
     for mod in policy_modules:
         try:
             importlib.import_module(mod)
         except ImportError as e:
             _fail(f"config key 'policy_modules': cannot import {mod!r} ({e})")
-    from coupjax import policies as P
+    known = policy_names()
 
-    known = P.policy_names()
+    def check_spec(name):
+        try:
+            describe_spec(str(name))
+        except PolicySpecError as err:
+            close = difflib.get_close_matches(str(name), known + list(CONDITIONS) + ["scripted"], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            _fail(f"config key {key!r}: {err}{hint}")
+
     if isinstance(spec, str):
         if spec == "scripted":
-            return {name: 1.0 for name in SCRIPTED_POOL if name in known}
-        if spec in P.CONDITIONS:
-            spec = dict(P.CONDITIONS[spec])
-        elif spec in known:
-            spec = {spec: 1.0}
+            return {name: 1.0 for name in OPPONENTS}
+        if spec in CONDITIONS:
+            spec = dict(CONDITIONS[spec])
         else:
-            close = difflib.get_close_matches(spec, known + list(P.CONDITIONS) + ["scripted"], n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            _fail(f"config key {key!r}: {spec!r} is neither a registered policy, a condition nor 'scripted'{hint}")
+            check_spec(spec)
+            spec = {spec: 1.0}
     pool = {}
     for name, weight in dict(spec).items():
-        if name not in known:
-            close = difflib.get_close_matches(str(name), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
-            _fail(f"config key {key!r}: policy {name!r} is not registered{hint}")
+        check_spec(name)
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0 or not math.isfinite(weight):
             _fail(f"config key {key!r}: weight of {name!r} must be a number >= 0, got {weight!r}")
         if weight > 0:

@@ -40,7 +40,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from coupjax.engine import Env
+from coupjax.env import Env
 from training.buffer import BufferState, ReplayBuffer, make_replay_buffer
 from training.config import DQNConfig, resolve_pool
 from training.learner import Learner, LearnerState, Transition

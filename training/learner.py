@@ -30,8 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coupjax import policies as P
-from coupjax.engine import Env
+from coupjax.env import Env
+from coupjax.events import last_event
+from coupjax.game import board
+from coupjax.policies import resolve_policy
 from coupjax.state import State
 from training.rewards import RewardInputs, make_reward
 
@@ -82,7 +84,7 @@ class Learner:
         self.env = env
         self.n = env.num_players
         self.names = list(pool)
-        self.policies = [P.make_policy(name, env) for name in self.names]
+        self.policies = [resolve_policy(name, env) for name in self.names]
         w = np.asarray([pool[x] for x in self.names], np.float64)
         self.log_weights = jnp.asarray(np.log(w / w.sum()), jnp.float32)
         self.reward_name = reward
@@ -133,7 +135,7 @@ class Learner:
             recorded = recorded | over
             a = jnp.where(pending, action, self._opponent_action(s, opp, k_act))
             ns = self.env.step(s, a, k_step)
-            n_alive = alive & ~ns._event.eliminated[seat]  # the public event of the step
+            n_alive = alive & ~last_event(ns).eliminated[seat]  # the public event of the step
             fs, fseat, fopp = self._new_game(k_new)
             s = _tree_where(over, fs, ns)
             return (s, jnp.where(over, fseat, seat), jnp.where(over, fopp, opp), jnp.where(over, True, n_alive),
@@ -159,7 +161,7 @@ class Learner:
         term_obs = self.env.observe(term, ls.seat)
         next_obs = jnp.where(done, term_obs, s.observation)
         next_mask = jnp.where(done, True, s.legal_action_mask)
-        won = done & term.terminated & (self.env.placements(term)[0] == ls.seat)
+        won = done & term.terminated & (board.winner(term) == ls.seat)
         engine_r = jnp.where(term.terminated, term.rewards[ls.seat], -1.0 / (self.n - 1))
         reward = self.reward_fn(RewardInputs(obs=s0.observation, next_obs=next_obs, done=done, won=won,
                                              engine_reward=engine_r.astype(jnp.float32)))

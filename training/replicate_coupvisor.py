@@ -80,11 +80,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from coupjax import policies as P
-from coupjax.engine import Env
-from coupjax.metrics import t_interval
+from coupjax.env import Env
+from coupjax.game import board
 from coupjax.inference import masked_policy_logits, mlp_apply
-from evals.seat_table import OPPONENTS
+from coupjax.metrics import t_interval
+from coupjax.policies import make_policy
+from coupjax.policies.pools import OPPONENTS, SCRIPTED_NAMES
 from training.bc import fit as bc_fit
 from training.buffer import make_replay_buffer
 from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
@@ -95,7 +96,7 @@ from training.rewards import action_match_reward
 
 ROOT = Path(__file__).resolve().parents[1]
 DQN_CONFIG = ROOT / "configs" / "dqn_coupvisor.yaml"
-LOG_TEACHERS = P.SCRIPTED_NAMES
+LOG_TEACHERS = SCRIPTED_NAMES
 POLICIES = ("bc", "dqn", "belief_ev", "random")
 REWARDS = ("shaped", "win")
 METRICS = ("reward_per_episode", "winner_action_match", "win_rate", "action_match")
@@ -162,7 +163,7 @@ def make_player(env: Env, num_slots: int, steps: int):
     the action that ``belief_ev`` and ``random`` would have taken there (``cf_belief_ev``,
     ``cf_random``: one sample of their logits at the logged state)."""
     n = env.num_players
-    fixed = [P.make_policy(x, env) for x in SEATABLE[:NUM_OPPONENTS]]
+    fixed = [make_policy(x, env) for x in SEATABLE[:NUM_OPPONENTS]]
     i_bev, i_rand = SEATABLE.index("belief_ev"), SEATABLE.index("random")
 
     def new_game(key, cand, pool):
@@ -192,8 +193,8 @@ def make_player(env: Env, num_slots: int, steps: int):
             a = jax.random.categorical(k_act, logits[idx[p]]).astype(jnp.int32)
             ns = env.step(s, a, k_step)
             rec = {"valid": game < per_slot, "obs": s.observation, "mask": s.legal_action_mask, "action": a,
-                   "actor": p, "game": game, "seat": seat, "coins0": s._coins, "alive0": s._elim_order < 0,
-                   "coins1": ns._coins, "alive1": ns._elim_order < 0, "done": ns.terminated,
+                   "actor": p, "game": game, "seat": seat, "coins0": board.coins(s), "alive0": board.alive(s),
+                   "coins1": board.coins(ns), "alive1": board.alive(ns), "done": ns.terminated,
                    "cf_belief_ev": jax.random.categorical(k_bev, logits[i_bev]).astype(jnp.int32),
                    "cf_random": jax.random.categorical(k_rand, logits[i_rand]).astype(jnp.int32)}
             done = ns.terminated

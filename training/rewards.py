@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from coupjax import rules as R
-from coupjax.engine import NUM_SEAT_FEATURES, observation_layout
+from coupjax.view import parse
 
 
 @struct.dataclass
@@ -39,9 +39,8 @@ class RewardInputs:
 
 def seat_summary(obs, num_players: int):
     """(learner coins, live opponents) from one observation of the learner."""
-    start, _ = observation_layout(num_players)["seats"]
-    seats = obs[start:start + num_players * NUM_SEAT_FEATURES].reshape(num_players, NUM_SEAT_FEATURES)
-    return seats[0, 0], seats[1:, 2].sum()
+    v = parse(obs, num_players)
+    return v.coins[0], v.alive[1:].sum()
 
 
 def shaped(x: RewardInputs, num_players: int):

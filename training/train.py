@@ -22,69 +22,13 @@ import json
 import os
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import numpy as np
 
 from coupjax.devices import use_host_cores
 from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
-
-
-# ------------------------------------------------------------------ evaluation
-def evaluate_run(env, run_dir, num_games: int, seed: int = 1234) -> dict:
-    """The seat table (`evals.seat_table.evaluate_all`) of a run's export and of every bot
-    of the pool, over the same seeded tables: {"trained" | bot: row}."""
-    from evals.seat_table import OPPONENTS, evaluate_all
-
-    rows = evaluate_all([str(run_dir), *OPPONENTS], env, num_games, seed, chunk=min(num_games, 1000))
-    rows["trained"] = rows.pop(str(run_dir))
-    return rows
-
-
-# ------------------------------------------------------------------ W&B
-def _init_wandb(cfg, run_dir: Path, enabled: bool, resume: bool):
-    if not enabled:
-        return None
-    os.environ.setdefault("WANDB_MODE", cfg.wandb_mode or "offline")
-    if cfg.wandb_mode:
-        os.environ["WANDB_MODE"] = cfg.wandb_mode
-    os.environ.setdefault("WANDB_SILENT", "true")
-    import wandb
-
-    id_file = run_dir / "wandb_id.txt"
-    run_id = id_file.read_text().strip() if (resume and id_file.is_file()) else uuid.uuid4().hex[:12]
-    id_file.write_text(run_id)
-    wandb_dir = Path(os.environ.get("WANDB_DIR", run_dir))
-    wandb_dir.mkdir(parents=True, exist_ok=True)
-    return wandb.init(project=cfg.wandb_project, dir=str(wandb_dir), config=config_to_dict(cfg), id=run_id,
-                      resume="allow", name=run_dir.name, reinit="finish_previous")
-
-
-def _log(wb, metrics: dict, step: int):
-    if wb is None:
-        return
-    import wandb
-
-    out = {}
-    for k, v in metrics.items():
-        if k == "action_hist":
-            counts = np.asarray(v)
-            out["actions/hist"] = wandb.Histogram(np_histogram=(counts, np.arange(len(counts) + 1)))
-            out.update({f"actions/{i}": int(c) for i, c in enumerate(counts)})
-        elif np.ndim(v) == 0:
-            out[k] = float(v)
-    wb.log(out, step=int(step))
-
-
-def _progress(total: int, done: int, quiet: bool):
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
-
-    prog = Progress(TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet, transient=False)
-    task = prog.add_task("train", total=total, completed=done, info="compiling")
-    return prog, task
+from training.runs import evaluate_run, init_wandb, log_metrics, progress_bar
 
 
 # ------------------------------------------------------------------ DQN
@@ -126,12 +70,12 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
         done = 0
         rs = setup.init(jax.random.PRNGKey(cfg.seed))
     manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
-    wb = _init_wandb(cfg, run_dir, use_wandb, resume)
+    wb = init_wandb(cfg, run_dir, use_wandb, resume)
 
     t0 = time.time()
     chunk = setup.train_chunk.lower(rs).compile()  # the one compiled function for every chunk
     compile_s = time.time() - t0
-    prog, task = _progress(cfg.num_chunks, done, quiet)
+    prog, task = progress_bar(cfg.num_chunks, done, quiet)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
     history = []
     with prog:
@@ -147,7 +91,7 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
             transitions += int(m["transitions"])
             m = dict(m, chunk=c + 1, chunk_seconds=dt, env_steps_per_s=m["env_steps"] / dt,
                      transitions_per_s=m["transitions"] / dt)
-            _log(wb, m, int(m["step"]))
+            log_metrics(wb, m, int(m["step"]))
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
             history.append({k: v for k, v in last.items() if k != "action_hist"})
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:

@@ -45,7 +45,7 @@ from flax import struct
 from jax.scipy.special import logsumexp
 
 from coupjax import rules as R
-from coupjax.belief import parse_observation
+from coupjax.view import ObsView, parse
 
 # ---------------------------------------------------------------- hand index table
 HANDS = ((),) + tuple((r,) for r in range(R.NUM_ROLES)) + tuple(
@@ -134,31 +134,31 @@ class Worlds(NamedTuple):
 
 
 # ---------------------------------------------------------------- weights and messages
-def _seat_log_weights(p, params: PosteriorParams):
+def _seat_log_weights(v: ObsView, params: PosteriorParams):
     """f32[n, H]: log(1/prod c_r! * L(record | hand)), -inf for impossible hands.
 
     A hand is possible for a seat when its size equals the seat's hidden count and it
     uses no more copies of a role than are unseen.  Row 0 (the observer) is unused.
     """
     has = jnp.asarray(HAND_HAS)  # [H, 5]
-    claims = p["claims"].astype(jnp.float32)  # [n, 5]
-    blocks = p["blocks"].astype(jnp.float32)
+    claims = v.claims.astype(jnp.float32)  # [n, 5]
+    blocks = v.blocks.astype(jnp.float32)
     la_h, la_b = jnp.log(params.q_honest_action), jnp.log(params.q_bluff_action)
     lb_h, lb_b = jnp.log(params.q_honest_block), jnp.log(params.q_bluff_block)
     per_role_h = claims * la_h + blocks * lb_h  # [n, 5] contribution if held
     per_role_b = claims * la_b + blocks * lb_b  # ... if not held
     loglik = per_role_h @ has.T + per_role_b @ (1.0 - has).T  # [n, H]
-    size_ok = jnp.asarray(HAND_SIZES)[None, :] == p["hidden"][:, None]
-    count_ok = jnp.all(jnp.asarray(HAND_COUNTS)[None, :, :] <= p["unseen"][None, None, :], axis=2)
+    size_ok = jnp.asarray(HAND_SIZES)[None, :] == v.hidden[:, None]
+    count_ok = jnp.all(jnp.asarray(HAND_COUNTS)[None, :, :] <= v.unseen[None, None, :], axis=2)
     logw = jnp.where(size_ok & count_ok, jnp.asarray(HAND_LOG_MULT)[None, :] + loglik, -jnp.inf)
     top = jnp.max(logw, axis=1, keepdims=True)  # a constant per seat: keeps magnitudes small
     return logw - jnp.where(jnp.isfinite(top), top, 0.0)
 
 
-def _rest_log_weight(p, k):
+def _rest_log_weight(v: ObsView, k):
     """f32[|layer k|]: log 1/prod_r (u_r - S_r)! for the unseen cards outside the
     opponents' hands (-inf where S uses more copies than are unseen)."""
-    d = p["unseen"][None, :] - jnp.asarray(LAYERS[k])
+    d = v.unseen[None, :] - jnp.asarray(LAYERS[k])
     lf = jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1)
     return jnp.where(jnp.all(d >= 0, axis=1), -lf, -jnp.inf)
 
@@ -169,7 +169,7 @@ def _up(logw_k, msg_k, k):
     return logw_k[:, None] + msg_k[jnp.asarray(up)] + jnp.asarray(up_mask)
 
 
-def _messages(p, params, num_players):
+def _messages(v: ObsView, params, num_players):
     """Forward/backward log messages over running count vectors (layer k for step k).
 
     alpha[k][S]: log weight of opponents 1..k holding S in total (alpha[0] = [0]);
@@ -178,9 +178,9 @@ def _messages(p, params, num_players):
     the lists indexed 0..m (alpha[m] is not computed).
     """
     m = num_players - 1
-    logw = _seat_log_weights(p, params)
+    logw = _seat_log_weights(v, params)
     beta = [None] * (m + 1)
-    beta[m] = _rest_log_weight(p, m)
+    beta[m] = _rest_log_weight(v, m)
     for k in range(m, 0, -1):
         beta[k - 1] = logsumexp(_up(logw[k], beta[k], k), axis=0)
     alpha = [jnp.zeros(1, jnp.float32)]
@@ -198,15 +198,15 @@ def _normalise(logits):
     return jnp.where(ok, e / jnp.where(ok, e.sum(), 1.0), 0.0)
 
 
-def _own_hand_index(p):
+def _own_hand_index(v: ObsView):
     """int32[]: the observer's hand index (`HANDS`) from its own counts."""
-    match = jnp.all(jnp.asarray(HAND_COUNTS) == p["own_counts"][None, :], axis=1)
+    match = jnp.all(jnp.asarray(HAND_COUNTS) == v.own_counts[None, :], axis=1)
     return jnp.argmax(match).astype(jnp.int32)
 
 
-def _hand_probs(p, params, num_players):
-    logw, alpha, beta = _messages(p, params, num_players)
-    rows = [jax.nn.one_hot(_own_hand_index(p), NUM_HANDS, dtype=jnp.float32)]
+def _hand_probs(v: ObsView, params, num_players):
+    logw, alpha, beta = _messages(v, params, num_players)
+    rows = [jax.nn.one_hot(_own_hand_index(v), NUM_HANDS, dtype=jnp.float32)]
     for k in range(1, num_players):
         lm = logsumexp(alpha[k - 1][None, :] + _up(logw[k], beta[k], k), axis=1)
         rows.append(_normalise(lm))
@@ -224,8 +224,8 @@ def exact_posterior(obs, num_players: int, params: PosteriorParams = PosteriorPa
     hand) and ``consistent`` bool[] (False if no deal fits the observation, which an
     engine observation never does; the opponent rows are then all 0).
     """
-    p = parse_observation(obs, num_players)
-    hand_probs, consistent = _hand_probs(p, params, num_players)
+    v = parse(obs, num_players)
+    hand_probs, consistent = _hand_probs(v, params, num_players)
     return {
         "hand_probs": hand_probs,
         "role_marginals": hand_probs @ jnp.asarray(HAND_HAS),
@@ -253,21 +253,21 @@ def joint_posterior(obs, num_players: int, params: PosteriorParams = PosteriorPa
     n = num_players
     if n > EXACT_JOINT_MAX_PLAYERS:
         raise ValueError(f"joint_posterior enumerates 15**(n-1) rows; use n <= {EXACT_JOINT_MAX_PLAYERS}")
-    p = parse_observation(obs, n)
+    v = parse(obs, n)
     m = n - 1
     combos = jnp.asarray(np.array(list(itertools.product(range(15), repeat=m)), np.int32).reshape(-1, m))
-    logw = _seat_log_weights(p, params)
-    opt_hand = jnp.asarray(OPTION_HAND)[jnp.clip(p["hidden"][1:], 0, 2)]  # [m, 15]
+    logw = _seat_log_weights(v, params)
+    opt_hand = jnp.asarray(OPTION_HAND)[jnp.clip(v.hidden[1:], 0, 2)]  # [m, 15]
     hidx = jnp.stack([opt_hand[k, combos[:, k]] for k in range(m)], axis=1)  # [C, m]
     valid = jnp.all(hidx >= 0, axis=1)
     safe = jnp.maximum(hidx, 0)
     lw = sum(logw[k + 1][safe[:, k]] for k in range(m))
     counts = jnp.asarray(HAND_COUNTS)[safe].sum(axis=1)  # [C, 5]
-    d = p["unseen"][None, :] - counts
+    d = v.unseen[None, :] - counts
     rest = jnp.where(jnp.all(d >= 0, axis=1),
                      -jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1), -jnp.inf)
     probs = _normalise(jnp.where(valid, lw + rest, -jnp.inf))
-    own = jnp.broadcast_to(_own_hand_index(p), (combos.shape[0], 1))
+    own = jnp.broadcast_to(_own_hand_index(v), (combos.shape[0], 1))
     return {"hands": jnp.concatenate([own, safe], axis=1).astype(jnp.int32), "probs": probs}
 
 
@@ -299,10 +299,10 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
     with the observer's visible cards, exactly 3 of each role.
     """
     n = num_players
-    p = parse_observation(obs, n)
-    logw, _, beta = _messages(p, params, n)
-    own_drawn = _cards_from_counts(p["drawn"], 2)
-    exchanger_draws = p["other_drawn"] > 0
+    v = parse(obs, n)
+    logw, _, beta = _messages(v, params, n)
+    own_drawn = _cards_from_counts(v.drawn, 2)
+    exchanger_draws = v.other_drawn > 0
 
     width = (n - 1) * (NUM_HANDS + 1)
     # one uniform draw for everything (a single threefry kernel): per world, Gumbel noise
@@ -312,7 +312,7 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
     def one(row):
         u = row[:width].reshape(n - 1, NUM_HANDS + 1)
         state = jnp.int32(0)  # index of the running counts in layer s - 1
-        rows = [p["own_cards"]]
+        rows = [v.own_cards]
         for s in range(1, n):
             up, up_mask, _, _ = LINKS[s]
             up_col = jnp.asarray(up)[:, state]
@@ -322,11 +322,11 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
             cards = jnp.asarray(HAND_CARDS)[h]
             swap = (jnp.asarray(HAND_SIZES)[h] == 2) & (u[s - 1, NUM_HANDS] < 0.5)
             rows.append(jnp.where(swap, cards[::-1], cards))
-        left = p["unseen"] - jnp.asarray(LAYERS[n - 1])[state]
+        left = v.unseen - jnp.asarray(LAYERS[n - 1])[state]
         shuffled = _shuffle(_cards_from_counts(left, R.DECK_SIZE), row[width:])
         pad = jnp.full(2, -1, jnp.int32)
         deck = jnp.where(exchanger_draws, jnp.concatenate([shuffled[2:], pad]), shuffled)
-        drawn = jnp.where(exchanger_draws, shuffled[:2], jnp.where(p["exchanger"] == 0, own_drawn, pad))
+        drawn = jnp.where(exchanger_draws, shuffled[:2], jnp.where(v.exchanger == 0, own_drawn, pad))
         return jnp.stack(rows).astype(jnp.int32), deck.astype(jnp.int32), drawn.astype(jnp.int32)
 
     hands, deck, drawn = jax.vmap(one)(uniforms)

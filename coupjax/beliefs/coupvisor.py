@@ -44,68 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from coupjax import rules as R
-from coupjax.engine import SEAT_FEATURES, observation_layout
-
-# ---------------------------------------------------------------- observation parsing
-_SEAT_SLICES = {}
-_start = 0
-for _name, _size in SEAT_FEATURES:
-    _SEAT_SLICES[_name] = (_start, _size)
-    _start += _size
-
-
-def parse_observation(obs, num_players: int) -> dict:
-    """Split one observation (float32[obs]) into named arrays (counts as int32).
-
-    Raw parts (`observation_layout`): ``own_hand`` f32[2, 5] one-hot per hand index,
-    ``drawn`` i32[5], per relative seat ``coins hidden alive challenges_won
-    challenges_lost renewals`` i32[n] and ``revealed claims blocks`` i32[n, 5], ``phase``
-    f32[5], ``main_action`` f32[7], ``actor target blocker`` f32[n], ``claim
-    block_role`` f32[5], ``turn`` i32[].
-
-    Derived: ``own_cards`` i32[2] the observer's cards by hand index (-1 empty),
-    ``own_counts`` i32[5]; ``visible`` i32[5] copies the observer can see (all revealed
-    + own hidden + own drawn); ``unseen`` i32[5] = max(0, 3 - visible); ``num_unseen``
-    i32[] = 15 - visible total (opponents' hidden + deck + another seat's drawn cards);
-    ``exchanger`` i32[] relative seat choosing an exchange (-1 outside that phase);
-    ``other_drawn`` i32[] = 2 when that seat is not the observer, else 0; ``deck_size``
-    i32[]; ``rest`` i32[] = deck_size + other_drawn (unseen cards outside opponents'
-    hands).
-    """
-    n = num_players
-    obs = jnp.asarray(obs, jnp.float32)
-    lay = observation_layout(n)
-
-    def part(name):
-        start, shape = lay[name]
-        size = int(math.prod(shape)) if shape else 1
-        return obs[start:start + size].reshape(shape)
-
-    to_int = lambda x: jnp.round(x).astype(jnp.int32)  # noqa: E731
-    out = {"own_hand": part("own_hand"), "drawn": to_int(part("drawn"))}
-    seats = part("seats")
-    for name, (start, size) in _SEAT_SLICES.items():
-        block = to_int(seats[:, start:start + size])
-        out[name] = block[:, 0] if size == 1 else block
-    for name in ("phase", "main_action", "actor", "target", "claim", "blocker", "block_role"):
-        out[name] = part(name)
-    out["turn"] = to_int(part("turn"))[0]
-
-    own = out["own_hand"]
-    out["own_cards"] = jnp.where(own.sum(axis=1) > 0.5, jnp.argmax(own, axis=1), -1).astype(jnp.int32)
-    out["own_counts"] = to_int(own.sum(axis=0))
-    visible = out["revealed"].sum(axis=0) + out["own_counts"] + out["drawn"]
-    out["visible"] = visible
-    out["unseen"] = jnp.maximum(0, R.COPIES_PER_ROLE - visible)
-    out["num_unseen"] = jnp.int32(R.DECK_SIZE) - visible.sum()
-    in_exchange = out["phase"][R.PH_EXCHANGE] > 0.5
-    exchanger = jnp.where(in_exchange & (out["actor"].sum() > 0.5), jnp.argmax(out["actor"]), -1).astype(jnp.int32)
-    out["exchanger"] = exchanger
-    out["other_drawn"] = jnp.where(exchanger > 0, 2, 0).astype(jnp.int32)
-    out["rest"] = out["num_unseen"] - out["hidden"][1:].sum()
-    out["deck_size"] = out["rest"] - out["other_drawn"]
-    return out
-
+from coupjax.view import ObsView, parse
 
 # ---------------------------------------------------------------- parameters
 @struct.dataclass
@@ -123,33 +62,32 @@ class CoupVisorParams:
     hyper_weight: float = 0.7  # p_truth = w * p_hyper + (1 - w) * p_indep
 
 
-def _log_evidence(p, params: CoupVisorParams):
+def _log_evidence(v: ObsView, params: CoupVisorParams):
     """Bounded log-evidence f32[n, 5] from the claim/block counts since renewal."""
     log_claim = jnp.log(jnp.asarray(params.claim_lr, jnp.float32))
     log_block = jnp.log(jnp.asarray(params.block_lr, jnp.float32))
-    ev = p["claims"].astype(jnp.float32) * log_claim + p["blocks"].astype(jnp.float32) * log_block
+    ev = v.claims.astype(jnp.float32) * log_claim + v.blocks.astype(jnp.float32) * log_block
     return jnp.minimum(ev, params.evidence_cap)
 
 
 def deck_damping(obs, num_players: int, params: CoupVisorParams = CoupVisorParams()):
     """f32[5]: (remaining / 3) ** damp_power, exactly 0 where no copy remains unseen."""
-    p = parse_observation(obs, num_players)
-    return _damp(p, params)
+    return _damp(parse(obs, num_players), params)
 
 
-def _damp(p, params):
-    frac = p["unseen"].astype(jnp.float32) / R.COPIES_PER_ROLE
-    return jnp.where(p["unseen"] > 0, jnp.power(jnp.maximum(frac, 1e-12), params.damp_power), 0.0)
+def _damp(v: ObsView, params):
+    frac = v.unseen.astype(jnp.float32) / R.COPIES_PER_ROLE
+    return jnp.where(v.unseen > 0, jnp.power(jnp.maximum(frac, 1e-12), params.damp_power), 0.0)
 
 
-def _belief(p, params):
-    score = params.prior * jnp.exp(_log_evidence(p, params)) * _damp(p, params)[None, :]
+def _belief(v: ObsView, params):
+    score = params.prior * jnp.exp(_log_evidence(v, params)) * _damp(v, params)[None, :]
     total = score.sum(axis=1, keepdims=True)
     b = jnp.where(total > 0, score / jnp.where(total > 0, total, 1.0), 0.0)
-    own = p["own_counts"].astype(jnp.float32)
+    own = v.own_counts.astype(jnp.float32)
     own = own / jnp.maximum(own.sum(), 1.0)
     b = b.at[0].set(own)
-    return jnp.where((p["hidden"] > 0)[:, None], b, 0.0)
+    return jnp.where((v.hidden > 0)[:, None], b, 0.0)
 
 
 def coupvisor_belief(obs, num_players: int, params: CoupVisorParams = CoupVisorParams()):
@@ -159,14 +97,14 @@ def coupvisor_belief(obs, num_players: int, params: CoupVisorParams = CoupVisorP
     Row 0 (the observer) is its known hand as a distribution of one of its cards
     (own counts / hidden count).  Seats with no hidden card (eliminated) are all zero.
     """
-    return _belief(parse_observation(obs, num_players), params)
+    return _belief(parse(obs, num_players), params)
 
 
-def _truth_all(p, params):
-    b = _belief(p, params)
-    h = jnp.maximum(p["hidden"], 1).astype(jnp.float32)[:, None]  # [n, 1]
-    k = p["unseen"].astype(jnp.float32)[None, :]  # [1, 5]
-    big_n = jnp.maximum(p["num_unseen"].astype(jnp.float32), h)  # [n, 1]
+def _truth_all(v: ObsView, params):
+    b = _belief(v, params)
+    h = jnp.maximum(v.hidden, 1).astype(jnp.float32)[:, None]  # [n, 1]
+    k = v.unseen.astype(jnp.float32)[None, :]  # [1, 5]
+    big_n = jnp.maximum(v.num_unseen.astype(jnp.float32), h)  # [n, 1]
     # C(N - k, h) / C(N, h) = prod_{j < h} (N - k - j) / (N - j); 0 once a factor hits 0
     ratio = jnp.ones(b.shape, jnp.float32)
     for j in range(R.HAND_SIZE):
@@ -176,10 +114,10 @@ def _truth_all(p, params):
     p_indep = 1.0 - jnp.power(1.0 - b, h)
     w = params.hyper_weight
     pt = w * p_hyper + (1.0 - w) * p_indep
-    pt = jnp.where(p["unseen"][None, :] > 0, pt, 0.0)  # hard impossibility: exactly 0
-    own = (p["own_counts"] > 0).astype(jnp.float32)
+    pt = jnp.where(v.unseen[None, :] > 0, pt, 0.0)  # hard impossibility: exactly 0
+    own = (v.own_counts > 0).astype(jnp.float32)
     pt = pt.at[0].set(own)
-    return jnp.where((p["hidden"] > 0)[:, None], jnp.clip(pt, 0.0, 1.0), 0.0)
+    return jnp.where((v.hidden > 0)[:, None], jnp.clip(pt, 0.0, 1.0), 0.0)
 
 
 def claim_truth_probabilities(obs, num_players: int, params: CoupVisorParams = CoupVisorParams()):
@@ -188,7 +126,7 @@ def claim_truth_probabilities(obs, num_players: int, params: CoupVisorParams = C
     Row 0 is the observer's certain answer (1 if it holds the role, else 0); seats with
     no hidden card get 0; a role whose 3 copies are all visible gets exactly 0.
     """
-    return _truth_all(parse_observation(obs, num_players), params)
+    return _truth_all(parse(obs, num_players), params)
 
 
 def claim_truth_probability(obs, num_players: int, seat_rel, role, params: CoupVisorParams = CoupVisorParams()):
@@ -199,5 +137,4 @@ def claim_truth_probability(obs, num_players: int, seat_rel, role, params: CoupV
 def hard_impossible(obs, num_players: int, role):
     """bool[]: all 3 copies of ``role`` are visible to the observer (revealed cards,
     its own hand, its drawn cards), so no opponent can hold it."""
-    p = parse_observation(obs, num_players)
-    return p["visible"][role] >= R.COPIES_PER_ROLE
+    return parse(obs, num_players).visible[role] >= R.COPIES_PER_ROLE

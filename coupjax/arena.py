@@ -1,0 +1,290 @@
+"""The arena: THE loop that seats policies at tables and counts their results.
+
+Every figure of a policy's strength in this project comes from here: the seat table
+(`play_tables`: `evals.seat_table`, training's end-of-run evaluation, the main job,
+the advisor evaluation's seat table, the replication's online win rate) and the
+scripted bots' rates (`measure_rates`).
+
+The one definition of winning
+-----------------------------
+A table's result for a seat is its placement by the rules' ranking
+(`coupjax.game.board.placements`): the last seat with influence first, then the
+eliminated from the most recent elimination to the first; a match ended by the turn
+cap ranks its survivors by hidden cards, then coins, then lowest seat.  A *win* is
+placement 1.  Over N tables: ``win_rate = wins / N`` with a 95% Wilson interval
+(``ci95_low``, ``ci95_high``), the table being the unit; ``mean_placement`` is the
+mean placement (1 = first).  Every game is played to its end (the turn cap bounds
+it); each game's randomness is keyed by its index alone, so results do not depend on
+how the games are split into chunks.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax.game import board
+from coupjax.game.tables import tables
+from coupjax.metrics import wilson_interval
+from coupjax.policies.common import bluff_actions, policy_entropy
+from coupjax.policies.pools import CONDITIONS, OPPONENTS, SCRIPTED_NAMES
+from coupjax.policies.spec import resolve_policy
+
+# Enough decisions for any game: 200 turns of at most 8 decisions each.
+MAX_STEPS = 3000
+STAT_NAMES = ("decisions", "bluff_opportunities", "bluffs", "challenge_opportunities", "challenges")
+
+
+@dataclasses.dataclass(frozen=True)
+class ParamPolicy:
+    """A policy whose parameters are an argument of the compiled runner (no recompile
+    when they change): ``apply(params, key, state) -> logits``."""
+
+    apply: Callable
+    params: Any
+
+
+def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
+    """A jitted ``run(keys [B], seat_policy_index int32[B, n], step_limit=None,
+    params=None) -> (final_state, stats)``.
+
+    Plays B games under vmap, each in one `lax.while_loop`; seat s of game b is played
+    by ``policy_list[seat_policy_index[b, s]]`` (chosen with `lax.switch`); game b's
+    randomness comes from ``keys[b]`` alone.  Entries of ``policy_list`` are policies
+    or `ParamPolicy`s, whose parameters ``params`` (a tuple in their order; default
+    their own) are arguments of the compiled function.
+
+    ``stats``, per game and seat [B, n]: ``decisions``, ``bluff_opportunities``
+    (main-action decisions with a legal bluff), ``bluffs``, ``challenge_opportunities``
+    (decisions with ``challenge`` legal), ``challenges``, ``entropy`` (float32: summed
+    entropy in nats of the acting policy's distribution), ``placement`` (1 = first,
+    `coupjax.game.board.placements`) and ``wins`` (placement 1 of a finished game);
+    per game: ``steps`` and ``finished``.  ``step_limit`` int32[B] stops game b after
+    that many decisions (mid-game positions); passing it always, or never, keeps to one
+    compilation.
+    """
+    entries = list(policy_list)
+    if not entries:
+        raise ValueError("policy_list is empty")
+    n = env.num_players
+    T = tables(n)
+    param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
+
+    def branches(params):
+        out, it = [], iter(params)
+        for p in entries:
+            if isinstance(p, ParamPolicy):
+                prm = next(it)
+                out.append(lambda k, s, f=p.apply, prm=prm: f(prm, k, s))
+            else:
+                out.append(p)
+        return out
+
+    def one(key, seat_idx, limit, params):
+        policies = branches(params)
+        k_init, key = jax.random.split(key)
+        state = env.init(k_init)
+        stats = {name: jnp.zeros(n, jnp.int32) for name in STAT_NAMES}
+        stats["entropy"] = jnp.zeros(n, jnp.float32)
+
+        def cond(carry):
+            s, t, _, _ = carry
+            return ~s.terminated & (t < limit)
+
+        def body(carry):
+            s, t, st, k = carry
+            k, k_pol, k_act, k_step = jax.random.split(k, 4)
+            p = s.current_player
+            logits = jax.lax.switch(seat_idx[p], policies, k_pol, s) if len(policies) > 1 else policies[0](k_pol, s)
+            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
+            bl = bluff_actions(s.observation, s.legal_action_mask, n)
+            seat = jnp.arange(n) == p
+            chal_legal = s.legal_action_mask[T.challenge_id]
+            st = {
+                "decisions": st["decisions"] + seat,
+                "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any()),
+                "bluffs": st["bluffs"] + (seat & bl[a]),
+                "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
+                "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)),
+                "entropy": st["entropy"] + jnp.where(seat, policy_entropy(logits), 0.0),
+            }
+            return env.step(s, a, k_step), t + 1, st, k
+
+        state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), stats, key))
+        stats = {k: v if k == "entropy" else v.astype(jnp.int32) for k, v in stats.items()}
+        order = board.placements(state)
+        placement = jnp.argsort(order).astype(jnp.int32) + 1  # seat -> 1-based place
+        stats["placement"] = placement
+        stats["wins"] = ((placement == 1) & state.terminated).astype(jnp.int32)
+        stats["steps"] = steps
+        stats["finished"] = state.terminated
+        return state, stats
+
+    batched = jax.vmap(one, in_axes=(0, 0, 0, None))
+
+    @jax.jit
+    def _run(keys, idx, limit, params):
+        return batched(keys, idx, limit, params)
+
+    default_params = tuple(entries[i].params for i in param_slots)
+
+    def run(keys, seat_policy_index, step_limit=None, params=None):
+        idx = jnp.asarray(seat_policy_index, jnp.int32)
+        limit = jnp.full(idx.shape[0], max_steps, jnp.int32)
+        if step_limit is not None:
+            limit = jnp.minimum(limit, jnp.asarray(step_limit, jnp.int32))
+        return _run(keys, idx, limit, default_params if params is None else tuple(params))
+
+    return run
+
+
+def game_keys(seed_or_key, start: int, count: int) -> jax.Array:
+    """Keys of games ``start .. start + count - 1``: game g's key is ``fold_in(key, g)``."""
+    key = jax.random.PRNGKey(seed_or_key) if isinstance(seed_or_key, (int, np.integer)) else seed_or_key
+    return jax.vmap(lambda g: jax.random.fold_in(key, g))(jnp.arange(start, start + count, dtype=jnp.int32))
+
+
+def draw_seats(key, condition, num_games: int, num_players: int, names=SCRIPTED_NAMES) -> jax.Array:
+    """int32[num_games, num_players]: each seat drawn independently from ``condition``.
+
+    ``condition``: a key of `pools.CONDITIONS` or a dict name -> weight; the result
+    indexes ``names`` (default `pools.SCRIPTED_NAMES`).
+    """
+    mix = CONDITIONS[condition] if isinstance(condition, str) else dict(condition)
+    names = list(names)
+    missing = set(mix) - set(names)
+    if missing:
+        raise ValueError(f"condition names {sorted(missing)} are not in names {names}")
+    w = np.zeros(len(names), np.float64)
+    for name, weight in mix.items():
+        w[names.index(name)] = weight
+    if (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"condition weights must be non-negative with a positive sum, got {mix}")
+    logits = jnp.log(jnp.asarray(w / w.sum(), jnp.float32))
+    return jax.random.categorical(key, logits, shape=(num_games, num_players)).astype(jnp.int32)
+
+
+# ------------------------------------------------------------------ results
+def summarize(wins, placements, entropy_sum: float = 0.0, decisions: int = 0) -> dict:
+    """The one result row of a tested seat over its tables (module doc): ``games``,
+    ``wins``, ``win_rate``, ``ci95_low``, ``ci95_high``, ``mean_placement``,
+    ``action_entropy`` (mean nats per decision)."""
+    wins, placements = np.asarray(wins), np.asarray(placements)
+    low, high = wilson_interval(int(wins.sum()), len(wins))
+    return {"games": int(len(wins)), "wins": int(wins.sum()), "win_rate": float(wins.mean()) if len(wins) else 0.0,
+            "ci95_low": low, "ci95_high": high,
+            "mean_placement": float(placements.mean()) if len(placements) else 0.0,
+            "action_entropy": float(entropy_sum) / max(int(decisions), 1)}
+
+
+def draw_tables(num_games: int, num_players: int, seed: int, pool_size: int = len(OPPONENTS)):
+    """(seat of the tested policy [N], opponent indices into the pool [N, n-1]): the
+    seat uniform, each opponent uniform with replacement, from ``seed``."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, num_players, num_games), rng.integers(0, pool_size, (num_games, num_players - 1))
+
+
+def seat_index(seats, opponents, tested: int, num_players: int) -> np.ndarray:
+    """int32[N, n] policy indices: ``tested`` at the drawn seat, the opponents elsewhere
+    in seat order (opponent k of the pool is policy index k)."""
+    seats = np.asarray(seats)
+    others = np.array([[s for s in range(num_players) if s != t] for t in range(num_players)], np.int32)[seats]
+    idx = np.zeros((len(seats), num_players), np.int32)
+    np.put_along_axis(idx, others, np.asarray(opponents, np.int32), axis=1)
+    idx[np.arange(len(seats)), seats] = tested
+    return idx
+
+
+def play_tables(env, specs, num_games: int, seed: int, *, pool=OPPONENTS, opponents=None, chunk: int = 1000,
+                progress=None, policies: dict | None = None) -> dict:
+    """The seat table: each spec in one seat of ``num_games`` tables (module doc).
+
+    Without ``opponents`` the other seats are drawn uniformly from ``pool`` (names or
+    specs); with ``opponents`` (a spec) every other seat plays it (head-to-head).  Every
+    spec plays the same tables (seats, opponents, game keys: common random numbers).
+    ``policies``: spec -> already built policy, to skip resolving.  Returns spec ->
+    `summarize` row.
+    """
+    n = env.num_players
+    built = dict(policies or {})
+    seat_pool = [opponents] if opponents is not None else list(pool)
+    entries, where = [], {}
+
+    def index_of(spec):
+        if spec not in where:
+            where[spec] = len(entries)
+            entries.append(built[spec] if spec in built else resolve_policy(spec, env))
+        return where[spec]
+
+    pool_idx = [index_of(p) for p in seat_pool]
+    tested_idx = {spec: index_of(spec) for spec in specs}
+    run = make_table_runner(env, entries)
+    seats, opp = draw_tables(num_games, n, seed, len(seat_pool))
+    opp = np.asarray(pool_idx, np.int32)[opp]
+    chunk = max(1, min(chunk, num_games))
+    results = {}
+    for spec in specs:
+        idx_all = seat_index(seats, opp, tested_idx[spec], n)
+        wins, places, entropy, decisions = [], [], 0.0, 0
+        task = progress.add_task(str(spec), total=num_games) if progress else None
+        for start in range(0, num_games, chunk):
+            idx = idx_all[start:start + chunk]
+            real = len(idx)
+            keys = game_keys(seed, start, chunk)
+            if real < chunk:  # pad the last chunk: one compilation for every chunk
+                idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - real, axis=0)])
+            _, stats = run(keys, jnp.asarray(idx))
+            stats = jax.device_get(stats)
+            if not np.asarray(stats["finished"])[:real].all():
+                raise RuntimeError("a game did not finish within the arena's step bound")
+            seat = seats[start:start + real]
+            rows = np.arange(real)
+            wins.append(stats["wins"][rows, seat])
+            places.append(stats["placement"][rows, seat])
+            entropy += float(stats["entropy"][rows, seat].sum())
+            decisions += int(stats["decisions"][rows, seat].sum())
+            if progress:
+                progress.advance(task, real)
+        results[spec] = summarize(np.concatenate(wins), np.concatenate(places), entropy, decisions)
+    return results
+
+
+def run_games(env, seat_policies, key, num_games: int, max_steps: int = MAX_STEPS):
+    """Play ``num_games`` complete games with a fixed policy per seat (a list of n
+    policies or specs); returns `make_table_runner`'s (final_state, stats)."""
+    n = env.num_players
+    chosen = list(seat_policies)
+    if len(chosen) != n:
+        raise ValueError(f"need {n} seat policies, got {len(chosen)}")
+    run = make_table_runner(env, [resolve_policy(p, env) for p in chosen], max_steps)
+    idx = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), (num_games, n))
+    return run(game_keys(key, 0, num_games), idx)
+
+
+def measure_rates(env, key, num_games: int = 2000, names=SCRIPTED_NAMES, condition=None,
+                  max_steps: int = MAX_STEPS):
+    """Per bot: pooled bluff and challenge rates, their counts and win rate over
+    ``num_games`` games with seats drawn from ``condition`` (default uniform over
+    ``names``).  Returns (rates name -> dict, stats, seat index)."""
+    names = list(names)
+    condition = {x: 1.0 for x in names} if condition is None else condition
+    k_seats, k_run = jax.random.split(key)
+    idx = draw_seats(k_seats, condition, num_games, env.num_players, names)
+    run = make_table_runner(env, [resolve_policy(x, env) for x in names], max_steps)
+    _, stats = run(game_keys(k_run, 0, num_games), idx)
+    idx = np.asarray(idx)
+    st = {k: np.asarray(v) for k, v in stats.items()}
+    rates = {}
+    for i, name in enumerate(names):
+        sel = idx == i
+        tot = {k: int(st[k][sel].sum()) for k in (*STAT_NAMES, "wins")}
+        rates[name] = {
+            "bluff": tot["bluffs"] / max(tot["bluff_opportunities"], 1),
+            "challenge": tot["challenges"] / max(tot["challenge_opportunities"], 1),
+            "win": tot["wins"] / max(int(sel.sum()), 1),
+            "seats": int(sel.sum()), **tot,
+        }
+    return rates, stats, idx

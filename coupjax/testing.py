@@ -1,0 +1,164 @@
+"""Conformance checks for users' own code: `api_test(env)` and `check_policy(policy, env)`.
+
+Both raise ``AssertionError`` with a message saying what broke, and return a small
+report when everything holds.  The project's own tests run them over the engine and
+every registered policy.
+
+`api_test` checks the Pgx v2 contract of an env: pure ``init`` / ``step`` that jit and
+vmap, the public fields' shapes and dtypes, private fields ``_``-prefixed, a legal
+action at every decision before the end, zero rewards until the end and a zero-sum
+result at it, a finished state left unchanged by ``step``, and no recompilation when
+stepping new states of the same shape.
+
+`check_policy` checks the policy interface (`coupjax.policies.common`) on mid-game
+positions of every phase: float32 logits of the action count, ``-inf`` exactly on the
+illegal actions, finite on the legal ones, no NaN; that the policy reads nothing the
+acting seat cannot see (every unseen card and every private field of the previous
+step's event scrambled by `coupjax.game.deal.scramble_unseen` leaves its logits
+unchanged, with the same key); and that it traces once for repeated calls.
+"""
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import rules as R
+from coupjax.game import board
+from coupjax.game.deal import scramble_unseen
+
+PUBLIC_FIELDS = ("current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask")
+
+
+def _uniform_legal(key, mask):
+    u = jax.random.uniform(key, mask.shape)
+    return jnp.argmax(jnp.where(mask, u, -1.0), axis=-1).astype(jnp.int32)
+
+
+def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> dict:
+    """Check ``env`` against the Pgx v2 API contract (module doc) over ``num_games``
+    uniform-random games; returns {"games", "steps", "finished"}."""
+    key = jax.random.PRNGKey(seed)
+    n, A = env.num_players, env.num_actions
+    s = jax.jit(env.init)(key)
+    fields = set(s.__dataclass_fields__)
+    missing = set(PUBLIC_FIELDS) - fields
+    assert not missing, f"state lacks the public fields {sorted(missing)}"
+    extra = sorted(f for f in fields - set(PUBLIC_FIELDS) if not f.startswith("_"))
+    assert not extra, f"non-Pgx fields must be _-prefixed: {extra}"
+    assert s.current_player.shape == () and s.current_player.dtype == jnp.int32, "current_player: int32[]"
+    assert s.observation.shape == tuple(env.observation_shape), "observation shape != env.observation_shape"
+    assert s.rewards.shape == (n,) and s.rewards.dtype == jnp.float32, "rewards: float32[num_players]"
+    assert s.terminated.shape == () and s.terminated.dtype == jnp.bool_, "terminated: bool[]"
+    assert s.truncated.shape == () and s.truncated.dtype == jnp.bool_, "truncated: bool[]"
+    assert s.legal_action_mask.shape == (A,) and s.legal_action_mask.dtype == jnp.bool_, "legal_action_mask: bool[A]"
+
+    chex.clear_trace_counter()
+    step = jax.jit(chex.assert_max_traces(jax.vmap(env.step), n=1))
+    init = jax.jit(jax.vmap(env.init))
+    states = init(jax.random.split(key, num_games))
+    total = jnp.zeros(num_games, jnp.float32)
+    steps = 0
+    for t in range(max_steps):
+        done = np.asarray(states.terminated)
+        if done.all():
+            break
+        mask = np.asarray(states.legal_action_mask)
+        assert mask[~done].any(axis=1).all(), f"a live game has no legal action at step {t}"
+        k_act, k_step = jax.random.split(jax.random.fold_in(key, t + 1))
+        actions = _uniform_legal(k_act, states.legal_action_mask)
+        new = step(states, actions, jax.random.split(k_step, num_games))
+        chex.assert_trees_all_equal_shapes_and_dtypes(states, new)
+        rewards = np.asarray(new.rewards)
+        assert not rewards[~np.asarray(new.terminated)].any(), "rewards before the end must be zero"
+        assert not rewards[done].any(), "stepping a finished game must give zero rewards"
+        for name in PUBLIC_FIELDS:  # a finished game is left as it was
+            before, after = np.asarray(getattr(states, name)), np.asarray(getattr(new, name))
+            if name != "rewards":
+                assert (before[done] == after[done]).all(), f"step changed {name} of a finished game"
+        total = total + new.rewards
+        states = new
+        steps += int((~done).sum())
+    finished = np.asarray(states.terminated)
+    assert finished.all(), f"{int((~finished).sum())} games did not end within {max_steps} steps"
+    assert np.asarray(states.legal_action_mask).all(), "the mask of a finished game must be all True"
+    np.testing.assert_allclose(np.asarray(total).sum() / num_games, 0.0, atol=1e-5,
+                               err_msg="rewards of a game must sum to zero")
+    assert not np.asarray(states.truncated).any(), "truncated must stay False (the turn cap is an end)"
+    return {"games": num_games, "steps": steps, "finished": int(finished.sum())}
+
+
+def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 150):
+    """Mid-game positions (a batched state, none finished) from uniform-random games
+    stopped after a random number of decisions, covering every phase."""
+    key = jax.random.PRNGKey(seed)
+    games = 2 * num_states
+    k_init, k_stop, k_play = jax.random.split(key, 3)
+    limit = jax.random.randint(k_stop, (games,), 0, max_decisions + 1)
+
+    @jax.jit
+    def play(key, limit):
+        def one(k, lim):
+            k0, k = jax.random.split(k)
+            s = env.init(k0)
+
+            def cond(c):
+                return ~c[0].terminated & (c[1] < lim)
+
+            def body(c):
+                s, t, k = c
+                k, ka, ks = jax.random.split(k, 3)
+                return env.step(s, _uniform_legal(ka, s.legal_action_mask), ks), t + 1, k
+
+            return jax.lax.while_loop(cond, body, (s, jnp.int32(0), k))[0]
+
+        return jax.vmap(one)(jax.random.split(key, games), limit)
+
+    states = play(k_play, limit)
+    live = np.flatnonzero(~np.asarray(states.terminated))[:num_states]
+    return jax.tree.map(lambda x: x[live], states)
+
+
+def scramble_positions(states, seed: int = 1):
+    """Each position with everything its seat to move cannot see scrambled."""
+    keys = jax.random.split(jax.random.PRNGKey(seed), states.current_player.shape[0])
+    return jax.jit(jax.vmap(lambda s, k: scramble_unseen(s, s.current_player, k)))(states, keys)
+
+
+def check_policy(policy, env, states=None, scrambled=None, num_states: int = 256, seed: int = 0,
+                 check_traces: bool = True) -> dict:
+    """Check ``policy(key, state) -> logits`` on mid-game positions (module doc).
+
+    ``states``: positions to use (default `sample_positions`); ``scrambled``: their
+    scrambled copies (default `scramble_positions`; pass both to share them across
+    policies).  Returns {"positions", "phases"}.
+    """
+    states = sample_positions(env, num_states, seed) if states is None else states
+    scrambled = scramble_positions(states, seed + 1) if scrambled is None else scrambled
+    B = states.current_player.shape[0]
+    np.testing.assert_array_equal(np.asarray(states.observation), np.asarray(scrambled.observation),
+                                  err_msg="scrambling changed an observation (a leak in the env, not the policy)")
+    np.testing.assert_array_equal(np.asarray(states.legal_action_mask), np.asarray(scrambled.legal_action_mask))
+    batched = jax.jit(jax.vmap(policy))
+    keys = jax.random.split(jax.random.PRNGKey(seed + 2), B)
+    logits = np.asarray(batched(keys, states))
+    mask = np.asarray(states.legal_action_mask)
+    assert logits.dtype == np.float32, f"logits must be float32, got {logits.dtype}"
+    assert logits.shape == mask.shape, f"logits must have shape {mask.shape[1:]} per state, got {logits.shape[1:]}"
+    assert not np.isnan(logits).any(), "logits contain NaN"
+    assert not np.isposinf(logits).any(), "logits contain +inf"
+    wrong = np.isneginf(logits) != ~mask
+    assert not wrong.any(), (f"logits must be -inf exactly on the illegal actions; {int(wrong.any(axis=1).sum())} "
+                             f"of {B} positions differ")
+    other = np.asarray(batched(keys, scrambled))
+    leaked = ~np.all((other == logits) | (np.isneginf(other) & np.isneginf(logits)), axis=1)
+    assert not leaked.any(), (f"the policy's logits changed in {int(leaked.sum())} of {B} positions when only what "
+                              f"the acting seat cannot see changed: it reads hidden information")
+    if check_traces:
+        chex.clear_trace_counter()
+        one = jax.jit(chex.assert_max_traces(policy, n=1))
+        for i in range(min(3, B)):
+            jax.block_until_ready(one(keys[i], jax.tree.map(lambda x: x[i], states)))
+    phases = sorted({int(p) for p in np.asarray(board.phase(states))})
+    return {"positions": B, "phases": [R.PHASES[p] for p in phases]}

@@ -1,0 +1,68 @@
+"""What every training run shares: W&B logging (offline by default), the progress bar,
+and the end-of-run evaluation on the arena's seat table."""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from coupjax.arena import play_tables
+from coupjax.policies.pools import OPPONENTS
+from coupjax.seeds import REPORT_SEED
+from training.config import config_to_dict
+
+
+# ------------------------------------------------------------------ evaluation
+def evaluate_run(env, run_dir, num_games: int, seed: int = REPORT_SEED) -> dict:
+    """The seat table (`coupjax.arena.play_tables`) of a run's export and of every policy
+    of the evaluation pool, over the same seeded tables: {"trained" | name: row}."""
+    rows = play_tables(env, [str(run_dir), *OPPONENTS], num_games, seed)
+    rows["trained"] = rows.pop(str(run_dir))
+    return rows
+
+
+# ------------------------------------------------------------------ W&B
+def init_wandb(cfg, run_dir: Path, enabled: bool, resume: bool):
+    if not enabled:
+        return None
+    os.environ.setdefault("WANDB_MODE", cfg.wandb_mode or "offline")
+    if cfg.wandb_mode:
+        os.environ["WANDB_MODE"] = cfg.wandb_mode
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb
+
+    id_file = run_dir / "wandb_id.txt"
+    run_id = id_file.read_text().strip() if (resume and id_file.is_file()) else uuid.uuid4().hex[:12]
+    id_file.write_text(run_id)
+    wandb_dir = Path(os.environ.get("WANDB_DIR", run_dir))
+    wandb_dir.mkdir(parents=True, exist_ok=True)
+    return wandb.init(project=cfg.wandb_project, dir=str(wandb_dir), config=config_to_dict(cfg), id=run_id,
+                      resume="allow", name=run_dir.name, reinit="finish_previous")
+
+
+def log_metrics(wb, metrics: dict, step: int):
+    if wb is None:
+        return
+    import wandb
+
+    out = {}
+    for k, v in metrics.items():
+        if k == "action_hist":
+            counts = np.asarray(v)
+            out["actions/hist"] = wandb.Histogram(np_histogram=(counts, np.arange(len(counts) + 1)))
+            out.update({f"actions/{i}": int(c) for i, c in enumerate(counts)})
+        elif np.ndim(v) == 0:
+            out[k] = float(v)
+    wb.log(out, step=int(step))
+
+
+def progress_bar(total: int, done: int, quiet: bool):
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                               TimeRemainingColumn)
+
+    prog = Progress(TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet, transient=False)
+    task = prog.add_task("train", total=total, completed=done, info="compiling")
+    return prog, task
