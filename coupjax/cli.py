@@ -1,98 +1,163 @@
 """Command line: ``python -m coupjax`` (or ``coupjax``) runs the main job on CPU defaults.
 
-``python -m coupjax [train]``: a short DQN run on the embedded default config
-(`training.config.QUICKSTART`: win-aligned reward, opponents drawn from the scripted
-pool) into ``--run-dir`` (default ``runs/quickstart``), then its evaluation: the seat
-table (`evals.seat_table`) of the trained policy and of every scripted bot over the same
-seeded tables, printed and written to ``RUN_DIR/seat_table.json``.
+``python -m coupjax [train]``: a short training run on the embedded default config
+(`training.config.QUICKSTART`) into a new run directory (default
+``runs/quickstart-<date>-<time>``, so the job can be run again and again), then its
+evaluation: the seat table (`coupjax.arena.play_tables`) of the trained policy and of
+every policy of the evaluation pool over the same seeded tables, printed and written
+to ``RUN_DIR/seat_table.json``.
 
 ``python -m coupjax simulate``: batched uniform-random self-play with its figures.
+
+Options mean the same before or after the subcommand.  Every mistake (a missing
+config, an unknown key, a count that is not positive, a run directory that already
+holds a run, a tuning seed) is reported as one line with exit status 2 before any
+work starts.  This is the only module of the package that imports ``training`` and
+``evals``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from coupjax.args import Parser, fail, positive_int, rate, report_seed, seconds
+from coupjax.seeds import REPORT_SEED
 
-def _print_table(console: Console, title: str, rows: dict) -> None:
-    table = Table(title=title)
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for k, v in rows.items():
-        table.add_row(k, json.dumps(v))
-    console.print(table)
+PROG = "coupjax"
 
 
 def _simulate(args) -> None:
     from coupjax.simulate import simulate
 
     console = Console()
-    with console.status(f"simulating {args.games} random {args.players}-player matches (compiling first)..."):
+    with console.status(f"simulating {args.games:,} random {args.players}-player matches (compiling first)..."):
         figures = simulate(args.players, args.games, args.seed)
-    _print_table(console, "coupjax batched simulation (uniform random legal play)", figures)
+    table = Table(title="coupjax batched simulation (uniform random legal play)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for k, v in figures.items():
+        table.add_row(k, json.dumps(v))
+    console.print(table)
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=2))
 
 
+def fresh_run_dir(root="runs") -> Path:
+    """A new run directory for the main job: ``runs/quickstart-<date>-<time>``, with a
+    suffix if that one is taken (two runs in the same second)."""
+    base = Path(root) / time.strftime("quickstart-%Y%m%d-%H%M%S")
+    path, k = base, 1
+    while path.exists():
+        k += 1
+        path = base.with_name(f"{base.name}-{k}")
+    return path
+
+
+def _prepare_training(args):
+    """Load the config and check the run directory: every mistake before any work."""
+    from training.config import QUICKSTART, ConfigError, config_from_dict, config_to_dict, load_config
+    from training.runs import RunDirError, check_run_dir
+
+    try:
+        cfg = load_config(args.config, args.set) if args.config else config_from_dict(QUICKSTART, args.set)
+        if getattr(cfg, "algo", "") == "bc":
+            raise ConfigError("the main job trains a DQN or self-play config; run behaviour cloning with "
+                              "python -m training.train")
+        run_dir = Path(args.run_dir) if args.run_dir else fresh_run_dir()
+        check_run_dir(run_dir, config_to_dict(cfg), args.resume)
+    except (ConfigError, RunDirError) as err:
+        fail(PROG, err)
+    return cfg, run_dir
+
+
 def _train_and_evaluate(args) -> None:
+    cfg, run_dir = _prepare_training(args)
     os.environ.setdefault("WANDB_MODE", "offline")
     from coupjax.devices import use_host_cores
 
-    use_host_cores(args.host_devices)  # before JAX starts: the DQN step shards its games over them
+    use_host_cores(args.host_devices)  # before JAX starts: the training step shards its games over them
     from rich.progress import Progress
 
     from coupjax.arena import play_tables
     from coupjax.env import Env
     from coupjax.policies.pools import OPPONENTS
     from evals.seat_table import render_table
-    from training.config import QUICKSTART, config_from_dict, load_config
     from training.train import run_dqn
 
     console = Console()
-    cfg = load_config(args.config, args.set) if args.config else config_from_dict(QUICKSTART, args.set)
-    run_dir = Path(args.run_dir)
     console.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} into {run_dir} "
                   f"({cfg.num_chunks} chunks x {cfg.updates_per_chunk} updates, {cfg.num_envs} games in parallel)")
-    summary = run_dqn(cfg, run_dir, use_wandb=not args.no_wandb)
-    brief = {k: summary[k] for k in ("wall_seconds", "compile_seconds", "env_steps", "env_steps_per_s") if k in summary}
-    _print_table(console, "training", brief)
+    summary = run_dqn(cfg, run_dir, resume=args.resume, use_wandb=not args.no_wandb)
+    console.print(f"trained in {seconds(summary['wall_seconds'])} (compile {seconds(summary['compile_seconds'])}), "
+                  f"{summary['env_steps']:,} env steps at {rate(summary['env_steps_per_s'], 'env steps')}")
 
     specs = [str(run_dir), *OPPONENTS]
-    console.print(f"[bold]evaluating[/bold] {args.games} seeded 4-player tables per policy "
-                  "(3 opponents drawn from the six bots)")
+    console.print(f"[bold]evaluating[/bold] {args.games:,} seeded {cfg.num_players}-player tables per policy "
+                  f"(the other seats drawn from {', '.join(OPPONENTS)}), seed {args.seed}")
+    t0 = time.time()
     with Progress(console=console, transient=True) as progress:
         rows = play_tables(Env(cfg.num_players), specs, args.games, args.seed, progress=progress)
-    console.print(render_table(rows, f"seat table: {args.games} games per policy, seed {args.seed}",
-                               labels={str(run_dir): "trained"}))
+    console.print(render_table(rows, f"seat table: {args.games:,} tables per policy, seed {args.seed} "
+                                     f"({seconds(time.time() - t0)})", labels={str(run_dir): "trained"}))
+    keys = ("wall_seconds", "compile_seconds", "train_seconds", "env_steps", "env_steps_per_s")
     out = run_dir / "seat_table.json"
-    out.write_text(json.dumps({"training": brief, "seat_table": rows}, indent=2))
+    out.write_text(json.dumps({"training": {k: summary[k] for k in keys if k in summary}, "seat_table": rows,
+                               "seed": args.seed}, indent=2))
     console.print(f"written: {out}")
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="coupjax", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command")
-    train = sub.add_parser("train", help="short CPU training run plus its evaluation (the default job)")
-    sim = sub.add_parser("simulate", help="batched random self-play with its figures")
-    for p in (parser, train):
-        p.add_argument("--config", help="a YAML config instead of the embedded quickstart default")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-        p.add_argument("--run-dir", default="runs/quickstart")
-        p.add_argument("--games", type=int, default=1000, help="evaluation games per policy")
-        p.add_argument("--seed", type=int, default=0, help="evaluation seed")
-        p.add_argument("--no-wandb", action="store_true")
-        p.add_argument("--host-devices", type=int, default=None,
-                       help="on a CPU, XLA devices for the data-parallel step (default: one per core)")
-    sim.add_argument("--players", type=int, default=4)
-    sim.add_argument("--games", type=int, default=4096)
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--out", help="also write the figures as JSON here")
+def _add_options(p, top: bool) -> None:
+    """The options, on the top-level parser (with defaults) and on each subcommand
+    (without: a value given after the subcommand overrides one given before it, and an
+    absent one leaves it alone), so they mean the same before or after it."""
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)  # noqa: E731
+    p.add_argument("--config", default=d(None), help="train: a YAML config instead of the embedded quickstart default")
+    p.add_argument("--set", action="append", default=d([]), metavar="KEY=VALUE", help="train: override a config key")
+    p.add_argument("--run-dir", default=d(None), help="train: run directory (default: runs/quickstart-<date>-<time>)")
+    p.add_argument("--resume", action="store_true", default=d(False), help="train: continue the run in --run-dir")
+    p.add_argument("--games", type=positive_int, default=d(None),
+                   help="train: evaluation tables per policy (default 1000); simulate: matches (default 4096)")
+    p.add_argument("--seed", type=int, default=d(None),
+                   help=f"train: evaluation seed (default {REPORT_SEED}; seeds used to tune are refused); "
+                        f"simulate: match seed (default 0)")
+    p.add_argument("--no-wandb", action="store_true", default=d(False), help="train: no W&B logging")
+    p.add_argument("--host-devices", type=positive_int, default=d(None),
+                   help="train: on a CPU, XLA devices for the data-parallel step (default: one per core)")
+    p.add_argument("--players", type=int, default=d(4), choices=range(2, 7), metavar="{2..6}",
+                   help="simulate: players per match")
+    p.add_argument("--out", default=d(None), help="simulate: also write the figures as JSON here")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """The command line, with the defaults of the chosen command filled in."""
+    parser = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    _add_options(parser, top=True)
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for name, text in (("train", "short CPU training run plus its evaluation (the default job)"),
+                       ("simulate", "batched random self-play with its figures")):
+        _add_options(sub.add_parser(name, help=text), top=False)
     args = parser.parse_args(argv)
+    args.command = args.command or "train"
+    if args.command == "simulate":
+        args.games = 4096 if args.games is None else args.games
+        args.seed = 0 if args.seed is None else args.seed
+        return args
+    args.games = 1000 if args.games is None else args.games
+    try:
+        args.seed = report_seed(str(REPORT_SEED if args.seed is None else args.seed))
+    except argparse.ArgumentTypeError as err:
+        fail(PROG, f"argument --seed: {err}")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     if args.command == "simulate":
         _simulate(args)
     else:

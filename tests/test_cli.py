@@ -1,26 +1,113 @@
-"""The main job (`python -m coupjax`): a short training run, then its seat table."""
+"""The command line: the main job (`python -m coupjax`), and one-line errors before any work.
+
+Every mistake is one line on stderr with exit status 2, found before training starts
+(the in-process tests below return in well under a second: nothing is compiled).
+"""
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from coupjax import cli
 from coupjax.policies.pools import OPPONENTS
 
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["--games", "24", "--no-wandb", "--set", "num_envs=8", "--set", "num_chunks=1", "--set",
+        "updates_per_chunk=4", "--set", "warmup_steps=8", "--set", "batch_size=8", "--set", "buffer_size=64",
+        "--set", "checkpoint_every=1"]
+
+
+def _one_line_error(capsys, argv, main=cli.main):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2, err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--config", "no/such.yaml"], "does not exist"),
+    (["--set", "lr=3"], "did you mean 'learning_rate'"),
+    (["--set", "num_envs=-4"], "num_envs"),
+    (["--games", "-5"], "positive integer"),
+    (["train", "--games", "0"], "positive integer"),
+    (["--seed", "0"], "used to tune"),
+    (["train", "--seed", "1000"], "used to tune"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_main_job_mistakes_are_one_line(capsys, argv, says):
+    assert says in _one_line_error(capsys, argv)
+
+
+def test_existing_run_dir_is_refused_before_work(capsys, tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "config.json").write_text("{}")
+    assert "already holds a run" in _one_line_error(capsys, ["--run-dir", str(tmp_path / "run")])
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    assert "not an empty directory" in _one_line_error(capsys, ["--run-dir", str(tmp_path / "other")])
+    assert "holds no checkpointed run" in _one_line_error(capsys, ["--resume", "--run-dir", str(tmp_path / "x")])
+
+
+def test_options_mean_the_same_before_or_after_the_subcommand():
+    before = vars(cli.parse_args(["--games", "5", "--seed", "3", "--no-wandb", "train"]))
+    after = vars(cli.parse_args(["train", "--games", "5", "--seed", "3", "--no-wandb"]))
+    plain = vars(cli.parse_args(["--games", "5", "--seed", "3", "--no-wandb"]))
+    assert before == after == plain
+    assert before["games"] == 5 and before["seed"] == 3 and before["no_wandb"]
+    assert cli.parse_args(["train", "--games", "7"]).games == 7  # after overrides nothing it should not
+    sim_before = vars(cli.parse_args(["--games", "16", "simulate"]))
+    sim_after = vars(cli.parse_args(["simulate", "--games", "16"]))
+    assert sim_before == sim_after and sim_after["games"] == 16 and sim_after["seed"] == 0
+    assert cli.parse_args(["simulate"]).games == 4096 and cli.parse_args([]).games == 1000
+
+
+def test_training_cli_refuses_before_writing(capsys, tmp_path):
+    from training.train import main
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoints").mkdir()
+    saved = json.dumps({"algo": "dqn", "seed": 1})
+    (run / "config.json").write_text(saved)
+    cfg = str(ROOT / "configs" / "dqn_cpu.yaml")
+    err = _one_line_error(capsys, ["--config", cfg, "--run-dir", str(run), "--resume"], main)
+    assert "another config" in err and (run / "config.json").read_text() == saved  # not rewritten
+    assert "already holds a run" in _one_line_error(capsys, ["--config", cfg, "--run-dir", str(run)], main)
+    assert "does not exist" in _one_line_error(capsys, ["--config", "nope.yaml", "--run-dir", str(run)], main)
+    assert "positive integer" in _one_line_error(
+        capsys, ["--config", cfg, "--run-dir", str(tmp_path / "new"), "--host-devices", "0"], main)
+    assert not (tmp_path / "new").exists()
+
+
+def test_fresh_run_dirs_never_collide(tmp_path):
+    first = cli.fresh_run_dir(tmp_path)
+    first.mkdir(parents=True)
+    second = cli.fresh_run_dir(tmp_path)
+    assert second != first and second.name.startswith(first.name)
+
 
 @pytest.mark.slow
-def test_main_job_trains_exports_and_evaluates(tmp_path):
-    run_dir = tmp_path / "run"
-    cli.main(["train", "--run-dir", str(run_dir), "--games", "24", "--no-wandb",
-              "--set", "num_envs=8", "--set", "num_chunks=1", "--set", "updates_per_chunk=4",
-              "--set", "warmup_steps=8", "--set", "batch_size=8", "--set", "buffer_size=64",
-              "--set", "checkpoint_every=1"])
-    out = json.loads((run_dir / "seat_table.json").read_text())
-    rows = out["seat_table"]
-    assert list(rows) == [str(run_dir), *OPPONENTS]
-    for r in rows.values():
-        assert r["games"] == 24 and r["ci95_low"] <= r["win_rate"] <= r["ci95_high"]
-    assert (run_dir / "export").is_dir() and out["training"]["env_steps"] > 0
+def test_main_job_runs_twice_and_evaluates(tmp_path):
+    """`make run` twice in a row: two runs, two seat tables (a subprocess, as a user runs it)."""
+    env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
+    for _ in range(2):
+        res = subprocess.run([sys.executable, "-m", "coupjax", *TINY], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=900)
+        assert res.returncode == 0, res.stderr[-3000:]
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2
+    for run_dir in runs:
+        out = json.loads((run_dir / "seat_table.json").read_text())
+        rows = out["seat_table"]
+        assert list(rows) == [str(run_dir.relative_to(tmp_path)), *OPPONENTS]
+        for r in rows.values():
+            assert r["games"] == 24 and r["ci95_low"] <= r["win_rate"] <= r["ci95_high"]
+        assert (run_dir / "export").is_dir() and out["training"]["env_steps"] > 0
 
 
 def test_simulate_subcommand_writes_figures(tmp_path):
@@ -48,11 +135,9 @@ def test_use_host_cores_sets_the_flag_only_before_jax_starts(monkeypatch):
 
 
 def test_quickstart_is_dqn_cpu_cut_to_a_third():
-    from pathlib import Path
-
     from training.config import QUICKSTART, config_from_dict, config_to_dict, load_config
 
-    full = config_to_dict(load_config(Path(__file__).parents[1] / "configs" / "dqn_cpu.yaml"))
+    full = config_to_dict(load_config(ROOT / "configs" / "dqn_cpu.yaml"))
     quick = config_to_dict(config_from_dict(QUICKSTART))
     assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every"}
     assert 3 * quick["num_chunks"] == full["num_chunks"]

@@ -2,6 +2,7 @@
 and the end-of-run evaluation on the arena's seat table."""
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -66,3 +67,42 @@ def progress_bar(total: int, done: int, quiet: bool):
                     TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet, transient=False)
     task = prog.add_task("train", total=total, completed=done, info="compiling")
     return prog, task
+
+
+# ------------------------------------------------------------------ run directories
+# keys that may change between a checkpoint and its resumption (they do not shape the state)
+RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "eval_games",
+                    "wandb_project", "wandb_mode"}
+RUN_MARKERS = ("config.json", "checkpoints", "export", "summary.json")
+
+
+class RunDirError(ValueError):
+    """A run directory that cannot be used as asked; the message says why and what to do."""
+
+
+def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
+    """Refuse, before anything is computed or written, a run directory that exists and is
+    not empty (without ``resume``), or a resumption of a run with another config or no
+    checkpoint.  Only `RESUME_FREE_KEYS` may differ on resumption."""
+    run_dir = Path(run_dir)
+    held = [m for m in RUN_MARKERS if (run_dir / m).exists()]
+    if not resume:
+        if held:
+            raise RunDirError(f"run directory {str(run_dir)!r} already holds a run ({', '.join(held)}); "
+                              f"pass --resume to continue it or choose another --run-dir")
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise RunDirError(f"run directory {str(run_dir)!r} exists and is not an empty directory; "
+                              f"choose a new --run-dir")
+        return
+    saved_path = run_dir / "config.json"
+    if not (run_dir / "checkpoints").is_dir() or not saved_path.is_file():
+        raise RunDirError(f"--resume: {str(run_dir)!r} holds no checkpointed run to continue")
+    try:
+        saved = json.loads(saved_path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise RunDirError(f"--resume: {str(saved_path)!r} is not a readable config ({err})") from None
+    diff = sorted(k for k in set(saved) | set(cfg_dict)
+                  if saved.get(k) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
+    if diff:
+        raise RunDirError(f"--resume: the run in {str(run_dir)!r} was made with another config "
+                          f"(keys {', '.join(diff)} differ)")

@@ -17,7 +17,6 @@ BC: collects games of the scripted teachers, fits, exports (``training.bc``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -26,22 +25,21 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
 from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
-from training.runs import evaluate_run, init_wandb, log_metrics, progress_bar
+from training.runs import RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics, progress_bar
 
 
 # ------------------------------------------------------------------ DQN
-# keys that may change between a checkpoint and its resumption (they do not shape the state)
-RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "eval_games",
-                    "wandb_project", "wandb_mode"}
-
 def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = True, setup=None, quiet: bool = False,
             stop_after: int | None = None) -> dict:
     """Train (or resume) a DQN run in ``run_dir``; returns the summary dict.
 
-    ``setup``: a prebuilt `training.dqn.make_train(cfg)` (tests reuse compiles);
-    ``stop_after``: stop after this many chunks in this call (simulates an interruption).
+    The run directory is checked before anything is computed or written
+    (`training.runs.check_run_dir`).  ``setup``: a prebuilt `training.dqn.make_train(cfg)`
+    (tests reuse compiles); ``stop_after``: stop after this many chunks in this call
+    (simulates an interruption).
     """
     import jax
 
@@ -50,25 +48,18 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
 
     t_start = time.time()
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    ckpt_dir = run_dir / "checkpoints"
-    existing = C.latest_step(ckpt_dir)
-    if existing is not None and not resume:
-        raise ValueError(f"{str(ckpt_dir)!r} already holds checkpoints; pass --resume or use a new --run-dir")
-    setup = make_train(cfg) if setup is None else setup
     cfg_dict = config_to_dict(cfg)
-    (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-
-    if resume and existing is not None:
-        host, saved_cfg, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
-        diff = sorted(k for k in set(saved_cfg) | set(cfg_dict)
-                      if saved_cfg.get(k) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
-        if diff:
-            raise ValueError(f"the checkpoint in {str(ckpt_dir)!r} was made with another config (keys {diff})")
+    check_run_dir(run_dir, cfg_dict, resume)
+    ckpt_dir = run_dir / "checkpoints"
+    setup = make_train(cfg) if setup is None else setup
+    if resume:
+        host, _, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
         rs = setup.put(host)
     else:
         done = 0
         rs = setup.init(jax.random.PRNGKey(cfg.seed))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
     manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
     wb = init_wandb(cfg, run_dir, use_wandb, resume)
 
@@ -135,27 +126,44 @@ def export_dqn(setup, params, export_dir):
 
 # ------------------------------------------------------------------ CLI
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True, help="YAML config file (configs/*.yaml)")
     ap.add_argument("--run-dir", required=True, help="directory for checkpoints, export, W&B files, summary")
     ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --run-dir")
     ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    ap.add_argument("--host-devices", type=int, default=None,
+    ap.add_argument("--host-devices", type=positive_int, default=None,
                     help="on a CPU, XLA devices to split it into for the data-parallel step "
                          "(default: one per core; 1: one device; see coupjax.devices)")
     return ap.parse_args(argv)
 
 
+def describe_summary(summary: dict, run_dir) -> str:
+    """The summary's headline figures for people (rounded, with units)."""
+    parts = [f"trained in {seconds(summary['wall_seconds'])}"]
+    if "compile_seconds" in summary:
+        parts.append(f"compile {seconds(summary['compile_seconds'])}")
+    if summary.get("env_steps_per_s"):
+        parts.append(rate(summary["env_steps_per_s"], "env steps"))
+    lines = ["; ".join(parts), f"export: {Path(run_dir) / 'export'}; summary: {Path(run_dir) / 'summary.json'}"]
+    for name, row in summary.get("eval", {}).items():
+        lines.append(f"  {name:<12} win rate {row['win_rate']:.3f} [{row['ci95_low']:.3f}, {row['ci95_high']:.3f}] "
+                     f"over {row['games']:,} tables")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    use_host_cores(args.host_devices)  # before JAX starts its backends
+    prog = "python -m training.train"
     try:
         cfg = load_config(args.config, args.set)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        if isinstance(cfg, BCConfig) and args.resume:
+            raise RunDirError("--resume: behaviour cloning runs are not checkpointed; start a new --run-dir")
+        check_run_dir(args.run_dir, config_to_dict(cfg), args.resume)
+    except (ConfigError, RunDirError) as err:
+        fail(prog, err)
+    use_host_cores(args.host_devices)  # before JAX starts its backends
     os.environ.setdefault("WANDB_MODE", "offline")
     if isinstance(cfg, BCConfig):
         from training.bc import run_bc
@@ -163,8 +171,7 @@ def main(argv=None) -> int:
         summary = run_bc(cfg, args.run_dir, use_wandb=not args.no_wandb, quiet=args.quiet)
     else:
         summary = run_dqn(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
-    brief = {k: v for k, v in summary.items() if k not in ("history", "final")}
-    print(json.dumps(brief, indent=2))
+    print(describe_summary(summary, args.run_dir))
     return 0
 
 

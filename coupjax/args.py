@@ -1,0 +1,60 @@
+"""Command-line parsing shared by every command: one-line errors with exit status 2.
+
+`Parser` is an `argparse.ArgumentParser` whose errors are one line
+(``prog: error: ...``), and `fail` reports any other mistake found before work
+starts the same way.  The argument types check what argparse does not.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from coupjax.seeds import SeedError, check_report_seed
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage dump) and exit status 2."""
+
+    def error(self, message):  # noqa: D102 - argparse API
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def fail(prog: str, message) -> None:
+    """Exit with status 2 and the one line ``prog: error: message``."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def report_seed(text: str) -> int:
+    """A seed of a command that reports figures: any integer but the tuning seeds."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    try:
+        return check_report_seed(value)
+    except SeedError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def seconds(value: float) -> str:
+    """A duration for people: '48 s', '4.2 min'."""
+    return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
+
+
+def rate(value: float, unit: str) -> str:
+    """A rate for people: '12.4k env steps/s'."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= div:
+            return f"{value / div:.1f}{suffix} {unit}/s"
+    return f"{value:.0f} {unit}/s"
