@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rules as R
+from coupjax.events import last_event
 from coupjax.game import board
 from coupjax.game.deal import scramble_unseen
 
@@ -55,10 +56,11 @@ def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> 
     assert s.legal_action_mask.shape == (A,) and s.legal_action_mask.dtype == jnp.bool_, "legal_action_mask: bool[A]"
 
     chex.clear_trace_counter()
-    step = jax.jit(chex.assert_max_traces(jax.vmap(env.step), n=1))
+    vstep = jax.vmap(env.step)
+    step = jax.jit(chex.assert_max_traces(lambda s, a, k: vstep(s, a, k), n=1))
     init = jax.jit(jax.vmap(env.init))
     states = init(jax.random.split(key, num_games))
-    total = jnp.zeros(num_games, jnp.float32)
+    total = np.zeros((num_games, n), np.float32)
     steps = 0
     for t in range(max_steps):
         done = np.asarray(states.terminated)
@@ -77,34 +79,43 @@ def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> 
             before, after = np.asarray(getattr(states, name)), np.asarray(getattr(new, name))
             if name != "rewards":
                 assert (before[done] == after[done]).all(), f"step changed {name} of a finished game"
-        total = total + new.rewards
+        total = total + rewards
         states = new
         steps += int((~done).sum())
     finished = np.asarray(states.terminated)
     assert finished.all(), f"{int((~finished).sum())} games did not end within {max_steps} steps"
     assert np.asarray(states.legal_action_mask).all(), "the mask of a finished game must be all True"
-    np.testing.assert_allclose(np.asarray(total).sum() / num_games, 0.0, atol=1e-5,
-                               err_msg="rewards of a game must sum to zero")
+    np.testing.assert_allclose(total.sum(axis=1), 0.0, atol=1e-5, err_msg="rewards of a game must sum to zero")
+    assert ((total > 0).sum(axis=1) == 1).all(), "every game must reward exactly one winner"
     assert not np.asarray(states.truncated).any(), "truncated must stay False (the turn cap is an end)"
     return {"games": num_games, "steps": steps, "finished": int(finished.sum())}
 
 
-def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 150):
+def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 40):
     """Mid-game positions (a batched state, none finished) from uniform-random games
-    stopped after a random number of decisions, covering every phase."""
+    stopped after a random number of decisions, covering every phase; a third of them
+    stop just after a step whose event holds a private choice of another seat (a
+    reveal or an exchange's keep), where a policy could peek at it."""
     key = jax.random.PRNGKey(seed)
-    games = 2 * num_states
-    k_init, k_stop, k_play = jax.random.split(key, 3)
+    games = 4 * num_states
+    k_stop, k_play = jax.random.split(key)
     limit = jax.random.randint(k_stop, (games,), 0, max_decisions + 1)
+    after_private = jnp.arange(games) % 3 == 0
 
     @jax.jit
-    def play(key, limit):
-        def one(k, lim):
+    def play(key, limit, after_private):
+        def one(k, lim, wait):
             k0, k = jax.random.split(k)
             s = env.init(k0)
 
+            def private(s):
+                ev = last_event(s)
+                return ((ev.phase == R.PH_LOSE) | (ev.phase == R.PH_EXCHANGE)) & (ev.seat != s.current_player)
+
             def cond(c):
-                return ~c[0].terminated & (c[1] < lim)
+                s, t, _ = c
+                stop = (t >= lim) & (~wait | private(s) | (t >= lim + 60))
+                return ~s.terminated & ~stop
 
             def body(c):
                 s, t, k = c
@@ -113,10 +124,11 @@ def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: i
 
             return jax.lax.while_loop(cond, body, (s, jnp.int32(0), k))[0]
 
-        return jax.vmap(one)(jax.random.split(key, games), limit)
+        return jax.vmap(one)(jax.random.split(key, games), limit, after_private)
 
-    states = play(k_play, limit)
+    states = play(k_play, limit, after_private)
     live = np.flatnonzero(~np.asarray(states.terminated))[:num_states]
+    assert len(live) == num_states, f"only {len(live)} of {num_states} positions were live; lower max_decisions"
     return jax.tree.map(lambda x: x[live], states)
 
 

@@ -15,9 +15,7 @@ and ``wins``.  Seeds used to tune are refused (`coupjax.seeds`).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -25,9 +23,11 @@ from rich.progress import Progress
 from rich.table import Table
 
 from coupjax.arena import play_tables
+from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
-from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed
+from coupjax.policies.spec import describe_spec
+from coupjax.seeds import REPORT_SEED
 
 
 def render_table(results: dict, title: str, labels: dict | None = None) -> Table:
@@ -42,35 +42,28 @@ def render_table(results: dict, title: str, labels: dict | None = None) -> Table
     return table
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(prog="python -m evals.seat_table", description=__doc__.split("\n\n")[0])
+    prog = "python -m evals.seat_table"
+    ap = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     ap.add_argument("--policy", action="append", required=True, help="policy spec (repeatable)")
     ap.add_argument("--opponents", help="a policy spec for every other seat (head-to-head) instead of the pool")
-    ap.add_argument("--games", type=_positive, default=2000, help="tables per policy")
-    ap.add_argument("--seed", type=int, default=REPORT_SEED, help="table seed (tuning seeds are refused)")
+    ap.add_argument("--games", type=positive_int, default=2000, help="tables per policy")
+    ap.add_argument("--seed", type=report_seed, default=REPORT_SEED, help="table seed (tuning seeds are refused)")
     ap.add_argument("--players", type=int, default=4, choices=range(2, 7), metavar="{2..6}")
-    ap.add_argument("--chunk", type=_positive, default=1000, help="tables per jitted call (results do not depend on it)")
+    ap.add_argument("--chunk", type=positive_int, default=1000,
+                    help="tables per jitted call (results do not depend on it)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    try:
-        check_report_seed(args.seed, "evals.seat_table")
-    except SeedError as err:
-        ap.exit(2, f"seat_table: {err}\n")
     env = Env(args.players)
+    for spec in args.policy + ([args.opponents] if args.opponents else []):
+        try:
+            describe_spec(spec)
+        except PolicySpecError as err:
+            fail(prog, err)
     console = Console(stderr=True)
-    try:
-        with Progress(console=console, transient=True) as progress:
-            results = play_tables(env, args.policy, args.games, args.seed, opponents=args.opponents,
-                                  chunk=args.chunk, progress=progress)
-    except (PolicySpecError, ValueError) as err:
-        ap.exit(2, f"seat_table: {err}\n")
+    with Progress(console=console, transient=True) as progress:
+        results = play_tables(env, args.policy, args.games, args.seed, opponents=args.opponents,
+                              chunk=args.chunk, progress=progress)
     against = f"3 x {args.opponents}" if args.opponents else "opponents from the pool"
     Console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
                                           f"seed {args.seed}"))
@@ -80,4 +73,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() is not None else 1)
+    main()

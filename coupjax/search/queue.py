@@ -72,6 +72,7 @@ import jax
 import jax.numpy as jnp
 
 from coupjax import rules as R
+from coupjax.game import board
 from coupjax.search.config import DEFAULT_CONFIG, SearchConfig, max_legal_actions
 from coupjax.search.worlds import heuristic_value, raw_key, resolve_policy, world_states
 
@@ -158,7 +159,6 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
     rollout = resolve_policy(env, config.rollout_policy)
     own = None if config.rollout_self_policy is None else resolve_policy(env, config.rollout_self_policy)
     beta = float(config.heuristic_beta)
-    phase_action = env.obs_layout["phase"][0] + R.PH_ACTION
 
     def sample_action(logits, bits):
         u = ((bits >> 8).astype(jnp.float32) + 0.5) * (1.0 / (1 << 24))
@@ -234,7 +234,7 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
         ks = jax.vmap(lambda k: jax.random.split(k, 3))(keys)  # worlds, rollouts, (prior: callers)
         mask = states.legal_action_mask
         count = mask.sum(axis=-1)
-        in_action = states.observation[:, phase_action] > 0.5
+        in_action = board.phase(states) == R.PH_ACTION
         searched = ~states.terminated & (count >= 1) & ((count > 1) | in_action)
         ids = jnp.argsort(~mask, axis=-1, stable=True)[:, :M].astype(jnp.int32)
         valid = jnp.take_along_axis(mask, ids, axis=-1) & searched[:, None]
