@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 from coupjax.advice import challenge as A
+from coupjax.args import Parser
 from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
 from evals.advisor.fit import fit_constants, params_dict, write_config
@@ -71,7 +72,7 @@ def run_seat_table(args) -> dict:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m evals.advisor_quality", description=__doc__.split("\n\n")[0],
+    ap = Parser(prog="python -m evals.advisor_quality", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--games-per-condition", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=REPORT_SEED,

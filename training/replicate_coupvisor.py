@@ -57,12 +57,12 @@ match).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
 from pathlib import Path
 
+from coupjax.args import Parser
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed
 from training.config import ConfigError
 from training.replication.benchmark import POLICIES, PUBLISHED, QUICK, REWARDS, Settings, run_benchmark
@@ -115,7 +115,7 @@ def settings_from_args(args) -> Settings:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m training.replicate_coupvisor", description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="python -m training.replicate_coupvisor", description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="JSON file for the results")
     ap.add_argument("--seeds", type=int, help="number of seeds (SEED, SEED + 1, ...); default 5")
     ap.add_argument("--seed", type=int, help=f"first seed; default {REPORT_SEED} (tuning seeds are refused)")
@@ -132,16 +132,17 @@ def main(argv=None) -> int:
     try:
         dqn_config(settings.dqn_overrides)
     except ConfigError as e:
-        print(f"error: --dqn-set: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: --dqn-set: {e}", file=sys.stderr)
         return 2
     if settings.seeds < 1 or settings.games < 2 or settings.dqn_episodes < 1 or not 0 < settings.test_fraction < 1:
-        print("error: need --seeds >= 1, --games >= 2, --dqn-episodes >= 1, 0 < --test-fraction < 1", file=sys.stderr)
+        print(f"{ap.prog}: error: need --seeds >= 1, --games >= 2, --dqn-episodes >= 1, 0 < --test-fraction < 1",
+              file=sys.stderr)
         return 2
     try:
         for seed in settings.seed_list():
             check_report_seed(seed, "the replication")
     except SeedError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"{ap.prog}: error: {e}", file=sys.stderr)
         return 2
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
