@@ -198,15 +198,13 @@ def seat_index(seats, opponents, tested: int, num_players: int) -> np.ndarray:
     return idx
 
 
-def play_tables(env, specs, num_games: int, seed: int, *, pool=OPPONENTS, opponents=None, chunk: int = 1000,
-                progress=None, policies: dict | None = None) -> dict:
-    """The seat table: each spec in one seat of ``num_games`` tables (module doc).
+def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dict | None = None):
+    """The seat table of `play_tables`, compiled once: ``play(num_games, seed, chunk=1000,
+    progress=None, params=None) -> spec -> summarize row``.
 
-    Without ``opponents`` the other seats are drawn uniformly from ``pool`` (names or
-    specs); with ``opponents`` (a spec) every other seat plays it (head-to-head).  Every
-    spec plays the same tables (seats, opponents, game keys: common random numbers).
-    ``policies``: spec -> already built policy, to skip resolving.  Returns spec ->
-    `summarize` row.
+    Keep ``play`` to replay tables without recompiling; ``params`` (spec -> parameters)
+    replaces the parameters of `ParamPolicy` entries (built policies in ``policies``),
+    e.g. a learned network's per training seed.
     """
     n = env.num_players
     built = dict(policies or {})
@@ -219,37 +217,61 @@ def play_tables(env, specs, num_games: int, seed: int, *, pool=OPPONENTS, oppone
             entries.append(built[spec] if spec in built else resolve_policy(spec, env))
         return where[spec]
 
-    pool_idx = [index_of(p) for p in seat_pool]
+    pool_idx = np.asarray([index_of(p) for p in seat_pool], np.int32)
     tested_idx = {spec: index_of(spec) for spec in specs}
     run = make_table_runner(env, entries)
-    seats, opp = draw_tables(num_games, n, seed, len(seat_pool))
-    opp = np.asarray(pool_idx, np.int32)[opp]
-    chunk = max(1, min(chunk, num_games))
-    results = {}
-    for spec in specs:
-        idx_all = seat_index(seats, opp, tested_idx[spec], n)
-        wins, places, entropy, decisions = [], [], 0.0, 0
-        task = progress.add_task(str(spec), total=num_games) if progress else None
-        for start in range(0, num_games, chunk):
-            idx = idx_all[start:start + chunk]
-            real = len(idx)
-            keys = game_keys(seed, start, chunk)
-            if real < chunk:  # pad the last chunk: one compilation for every chunk
-                idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - real, axis=0)])
-            _, stats = run(keys, jnp.asarray(idx))
-            stats = jax.device_get(stats)
-            if not np.asarray(stats["finished"])[:real].all():
-                raise RuntimeError("a game did not finish within the arena's step bound")
-            seat = seats[start:start + real]
-            rows = np.arange(real)
-            wins.append(stats["wins"][rows, seat])
-            places.append(stats["placement"][rows, seat])
-            entropy += float(stats["entropy"][rows, seat].sum())
-            decisions += int(stats["decisions"][rows, seat].sum())
-            if progress:
-                progress.advance(task, real)
-        results[spec] = summarize(np.concatenate(wins), np.concatenate(places), entropy, decisions)
-    return results
+    param_specs = [spec for spec, i in sorted(where.items(), key=lambda kv: kv[1])
+                   if isinstance(entries[i], ParamPolicy)]
+
+    def play(num_games: int, seed: int, chunk: int = 1000, progress=None, params: dict | None = None) -> dict:
+        unknown = set(params or {}) - set(param_specs)
+        if unknown:
+            raise ValueError(f"params given for {sorted(map(str, unknown))}, which are no ParamPolicy entries")
+        prm = None if params is None else tuple(params.get(s, entries[where[s]].params) for s in param_specs)
+        seats, opp = draw_tables(num_games, n, seed, len(seat_pool))
+        opp = pool_idx[opp]
+        chunk = max(1, min(chunk, num_games))
+        results = {}
+        for spec in specs:
+            idx_all = seat_index(seats, opp, tested_idx[spec], n)
+            wins, places, entropy, decisions = [], [], 0.0, 0
+            task = progress.add_task(str(spec), total=num_games) if progress else None
+            for start in range(0, num_games, chunk):
+                idx = idx_all[start:start + chunk]
+                real = len(idx)
+                keys = game_keys(seed, start, chunk)
+                if real < chunk:  # pad the last chunk: one compilation for every chunk
+                    idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - real, axis=0)])
+                _, stats = run(keys, jnp.asarray(idx), params=prm)
+                stats = jax.device_get(stats)
+                if not np.asarray(stats["finished"])[:real].all():
+                    raise RuntimeError("a game did not finish within the arena's step bound")
+                seat = seats[start:start + real]
+                rows = np.arange(real)
+                wins.append(stats["wins"][rows, seat])
+                places.append(stats["placement"][rows, seat])
+                entropy += float(stats["entropy"][rows, seat].sum())
+                decisions += int(stats["decisions"][rows, seat].sum())
+                if progress:
+                    progress.advance(task, real)
+            results[spec] = summarize(np.concatenate(wins), np.concatenate(places), entropy, decisions)
+        return results
+
+    return play
+
+
+def play_tables(env, specs, num_games: int, seed: int, *, pool=OPPONENTS, opponents=None, chunk: int = 1000,
+                progress=None, policies: dict | None = None) -> dict:
+    """The seat table: each spec in one seat of ``num_games`` tables (module doc).
+
+    Without ``opponents`` the other seats are drawn uniformly from ``pool`` (names or
+    specs); with ``opponents`` (a spec) every other seat plays it (head-to-head).  Every
+    spec plays the same tables (seats, opponents, game keys: common random numbers).
+    ``policies``: spec -> already built policy, to skip resolving.  Returns spec ->
+    `summarize` row.
+    """
+    play = make_seat_table(env, specs, pool=pool, opponents=opponents, policies=policies)
+    return play(num_games, seed, chunk, progress)
 
 
 def run_games(env, seat_policies, key, num_games: int, max_steps: int = MAX_STEPS):

@@ -17,6 +17,7 @@ from coupjax.advice import explain as EX
 from coupjax.game import deal as POS
 from coupjax import rules as R
 from coupjax.match import Match, compiled
+from coupjax.seeds import REPORT_SEED, TUNING_SEEDS
 
 N = 4
 D, AS, C, AM, CO = range(5)
@@ -54,7 +55,7 @@ def test_defaults_are_the_fitted_config():
     import yaml
 
     fit = yaml.safe_load(CONFIG.read_text())["fit"]
-    assert fit["seed"] >= 1000 and fit["games_per_condition"] > 0  # seeds disjoint from the evaluation's (< 1000)
+    assert fit["seed"] in TUNING_SEEDS and fit["games_per_condition"] > 0  # a tuning seed: every evaluation refuses it
 
 
 def test_bases_follow_the_value_model():
@@ -290,3 +291,37 @@ def test_advisor_quality_small_run(tmp_path):
             assert m["false_challenge_share"] == pytest.approx(m["fp"] / m["claims"])
             assert m["missed_bluff_share"] == pytest.approx(m["fn"] / m["claims"])
         assert res[cond]["overflow"] == 0
+
+
+def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
+    """The evaluation and the seat table refuse tuning seeds; --fit and --tune accept only
+    them; all before any game is played."""
+    from evals import advisor_quality as AQ
+
+    tuning, report = min(TUNING_SEEDS), REPORT_SEED
+    for argv, said in ((["--seed", str(tuning)], "was used to tune"),
+                       (["--fit", "--seed", str(report)], "runs only on recorded tuning seeds"),
+                       (["--seat-table", "4", "--seed", str(tuning)], "was used to tune"),
+                       (["--seat-table", "4", "--tune", "--seed", str(report)], "runs only on recorded tuning seeds"),
+                       (["--tune", "--seed", str(tuning)], "--tune goes with --seat-table")):
+        with pytest.raises(SystemExit) as err:
+            AQ.main(argv + ["--quiet"])
+        assert err.value.code == 2 and said in capsys.readouterr().err, argv
+
+
+@pytest.mark.slow
+def test_advisor_seat_table_is_the_arenas(tmp_path):
+    """--seat-table: each pool policy and each belief_ev alpha variant in one seat of the
+    same tables against the pool (`coupjax.arena.play_tables`, the variants built).
+    About 40 s on 2 CPU cores: the table compiles belief_ev twice."""
+    from coupjax.policies.pools import OPPONENTS
+    from evals import advisor_quality as AQ
+
+    out = tmp_path / "st.json"
+    res = AQ.main(["--seat-table", "6", "--alphas", "0.5", "--seed", str(REPORT_SEED), "--out", str(out), "--quiet"])
+    assert json.loads(out.read_text())["policies"].keys() == res["policies"].keys()
+    assert list(res["policies"]) == [*OPPONENTS, "belief_ev[alpha=0.5]"]
+    assert res["purpose"] == "report" and res["opponents"] == list(OPPONENTS)
+    for name, r in res["policies"].items():
+        assert r["games"] == r["seats"] == 6 and 0 <= r["wins"] <= 6 and 1 <= r["mean_placement"] <= 4, name
+        assert r["win_rate"] == r["wins"] / 6 and r["wilson95"] == [r["ci95_low"], r["ci95_high"]]

@@ -303,6 +303,56 @@ def test_cli_resume_after_interruption_matches(setup, tmp_path):
     assert _same(read_export(tmp_path / "straight")[1], read_export(tmp_path / "split")[1])
 
 
+# ------------------------------------------------------------------ behaviour cloning
+def test_bc_collect_numbers_games():
+    """Every row carries its game: within a game the turn never goes back, and a new game
+    of a lane starts at turn 0."""
+    from coupjax.view import parse
+    from training.bc import collect_dataset
+
+    env = Env(4)
+    data = collect_dataset(env, {"random": 1.0}, 6, jax.random.PRNGKey(0), num_envs=4, steps=48)
+    turn = np.asarray(jax.jit(jax.vmap(lambda o: parse(o, 4).turn))(jnp.asarray(data["obs"])))
+    game = data["game"]
+    assert len(np.unique(game)) >= 6 and set(np.unique(game)) == set(range(game.max() + 1))
+    for g in np.unique(game):
+        t = turn[game == g]  # rows in time order
+        assert (np.diff(t) >= 0).all(), g
+    assert (turn[np.unique(game, return_index=True)[1]] == 0).all()
+    assert len(game) > 4 * 48  # several calls: the ids stay unique across them
+
+
+def test_bc_validation_holds_out_whole_games():
+    """Each game's rows share one observation (a one-hot of the game) and one logged action
+    drawn per game: a model can only match a validation row by having trained on rows of
+    its game.  Held-out games stay at chance; a row split would leak them (match ~1)."""
+    from coupjax.inference import observation_scale
+    from training.bc import fit, held_out_games, split_rows
+
+    env = Env(4)
+    G, per_game = 100, 8
+    rng = np.random.default_rng(0)
+    where = np.nonzero(observation_scale(4) > 0)[0][:G]
+    obs = np.zeros((G * per_game, env.observation_shape[0]), np.float32)
+    game = np.repeat(np.arange(G), per_game)
+    obs[np.arange(G * per_game), where[game]] = 1.0
+    mask = np.zeros((G * per_game, env.num_actions), bool)
+    mask[:, :4] = True
+    action = rng.integers(0, 4, G)[game].astype(np.int32)
+    data = {"obs": obs, "mask": mask, "action": action, "game": game}
+    tr, val = split_rows(data, 0.2, jax.random.PRNGKey(1))
+    assert len(val) and not set(game[tr]) & set(game[val])
+    held = held_out_games(game, 0.2, np.random.default_rng(2))
+    assert held.sum() == 20 * per_game and not set(game[held]) & set(game[~held])
+    cfg = config_from_dict({"algo": "bc", "model": "logreg", "learning_rate": 0.1, "batch_size": 32, "epochs": 15,
+                            "val_fraction": 0.2})
+    _, history = fit(cfg, env, data, jax.random.PRNGKey(1))
+    assert history[-1]["train_match"] > 0.9  # the training games are learnt
+    assert history[-1]["val_match"] < 0.6, history[-1]  # the held-out games are not: chance is 0.25
+    with pytest.raises(ValueError, match="game"):
+        fit(cfg, env, {k: data[k] for k in ("obs", "mask", "action")}, jax.random.PRNGKey(1))
+
+
 @pytest.mark.slow
 def test_bc_collect_fit_export_load(tmp_path, request):
     _skip_unless_selected(request)

@@ -2,8 +2,12 @@
 
 Games are logged through the engine by policies drawn per seat from the ``teachers``
 pool (`collect`: a jitted `lax.scan` of B games with auto-reset, recording every
-decision as ``(obs, mask, action, teacher)``).  As in CoupVisor every logged player is
-imitated, unless ``imitate`` names a subset of teachers.
+decision as ``(obs, mask, action, teacher, game)``).  As in CoupVisor every logged
+player is imitated, unless ``imitate`` names a subset of teachers.
+
+Validation holds out whole games (`held_out_games`, also the replication's train/test
+split): the rows of one game are strongly correlated (the same hands, the same
+history), so a row split would leak each validation game into training.
 
 Two heads on the same observation features (`training.networks.MLP`): ``logreg``
 (multinomial logistic regression: no hidden layer) and ``mlp`` (``hidden_sizes``).
@@ -31,7 +35,8 @@ from training.networks import init_params, make_network
 def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
     """Jitted ``collect(key) -> (data, games_finished)``: ``steps`` decisions of
     ``num_envs`` games; data leaves [steps * num_envs, ...]: obs, mask, action, teacher
-    (index into ``list(pool)``)."""
+    (index into ``list(pool)``), game (``env + num_envs * k`` for the k-th game of lane
+    ``env``: unique within one call)."""
     names = list(pool)
     policies = [resolve_policy(x, env) for x in names]
     w = np.asarray([pool[x] for x in names], np.float64)
@@ -42,45 +47,65 @@ def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
         k1, k2 = jax.random.split(key)
         return env.init(k1), jax.random.categorical(k2, logw, shape=(n,)).astype(jnp.int32)
 
-    def one_step(s, seats, key):
+    def one_step(s, seats, game, key):
         k_pol, k_act, k_step, k_new = jax.random.split(key, 4)
         teacher = seats[s.current_player]
         logits = jax.lax.switch(teacher, policies, k_pol, s) if len(policies) > 1 else policies[0](k_pol, s)
         a = jax.random.categorical(k_act, logits).astype(jnp.int32)
-        rec = {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher}
+        rec = {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher, "game": game}
         ns = env.step(s, a, k_step)
         fs, fseats = new_game(k_new)
         done = ns.terminated
         ns = jax.tree.map(lambda x, y: jnp.where(done, x, y), fs, ns)
-        return ns, jnp.where(done, fseats, seats), rec, done
+        return ns, jnp.where(done, fseats, seats), game + done * num_envs, rec, done
 
     @jax.jit
     def collect(key):
         k0, key = jax.random.split(key)
         s, seats = jax.vmap(new_game)(jax.random.split(k0, num_envs))
+        game = jnp.arange(num_envs, dtype=jnp.int32)
 
         def body(c, k):
-            s, seats, games = c
-            s, seats, rec, done = jax.vmap(one_step)(s, seats, jax.random.split(k, num_envs))
-            return (s, seats, games + done.sum()), rec
+            s, seats, game, games = c
+            s, seats, game, rec, done = jax.vmap(one_step)(s, seats, game, jax.random.split(k, num_envs))
+            return (s, seats, game, games + done.sum()), rec
 
-        (_, _, games), data = jax.lax.scan(body, (s, seats, jnp.int32(0)), jax.random.split(key, steps))
+        (_, _, _, games), data = jax.lax.scan(body, (s, seats, game, jnp.int32(0)), jax.random.split(key, steps))
         return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), games
 
     return collect
 
 
 def collect_dataset(env: Env, pool: dict, num_games: int, key, num_envs: int = 256, steps: int = 128) -> dict:
-    """Numpy arrays of at least ``num_games`` games' decisions (calls ``collect`` until enough finish)."""
+    """Numpy arrays of at least ``num_games`` games' decisions (calls ``collect`` until
+    enough finish); ``game`` numbers the games 0, 1, ... across calls."""
     num_envs = min(num_envs, max(num_games, 1))
     collect = make_collector(env, pool, num_envs, steps)
-    parts, games = [], 0
+    parts, games, offset = [], 0, 0
     while games < num_games:
         key, k = jax.random.split(key)
         data, g = collect(k)
-        parts.append(jax.device_get(data))
+        data = jax.device_get(data)
+        _, local = np.unique(data["game"], return_inverse=True)
+        data["game"] = (offset + local).astype(np.int32)
+        offset = int(data["game"].max()) + 1
+        parts.append(data)
         games += int(g)
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def held_out_games(game, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """bool[R]: the rows of a random ``fraction`` of the games (``game``: each row's game
+    id), held out whole -- at least one game and at most all but one when ``fraction`` > 0,
+    none when it is 0."""
+    ids, row_game = np.unique(np.asarray(game), return_inverse=True)
+    G = len(ids)
+    held = np.zeros(G, bool)
+    if fraction > 0:
+        if G < 2:
+            raise ValueError(f"holding out a share of the games needs at least 2 games, got {G}")
+        held[rng.permutation(G)[:min(G - 1, max(1, int(round(G * fraction))))]] = True
+    return held[row_game.reshape(-1)]
 
 
 def bc_loss(network, params, obs, mask, action):
@@ -92,18 +117,31 @@ def bc_loss(network, params, obs, mask, action):
     return nll.mean(), acc
 
 
+def split_rows(data: dict, val_fraction: float, key) -> tuple[np.ndarray, np.ndarray]:
+    """(train rows, validation rows): ``val_fraction`` of the games (``data["game"]``)
+    held out whole (`held_out_games`); every row trains when ``val_fraction`` is 0."""
+    N = len(data["action"])
+    if val_fraction <= 0:
+        return np.arange(N), np.arange(0)
+    if "game" not in data:
+        raise ValueError("validation holds out whole games: the data need a 'game' id per row")
+    seed = np.asarray(jax.random.randint(key, (2,), 0, np.iinfo(np.int32).max))
+    val = held_out_games(data["game"], val_fraction, np.random.default_rng(seed))
+    return np.nonzero(~val)[0], np.nonzero(val)[0]
+
+
 def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
-    """Fit the head of ``cfg.model``; returns (params, history list of per-epoch dicts)."""
+    """Fit the head of ``cfg.model`` on ``data`` (obs, mask, action, and game when
+    ``cfg.val_fraction`` > 0: `split_rows`); returns (params, history list of per-epoch
+    dicts: train loss and match, and on the held-out games val loss and match)."""
     hidden = () if cfg.model == "logreg" else tuple(cfg.hidden_sizes)
     network = make_network(env, hidden)
     k_init, k_split, key = jax.random.split(key, 3)
     params = init_params(network, k_init, env.observation_shape[0])
     tx = optax.adamw(cfg.learning_rate, weight_decay=cfg.weight_decay)
     opt = tx.init(params)
-    N = len(data["action"])
-    perm = np.asarray(jax.random.permutation(k_split, N))
-    n_val = int(round(N * cfg.val_fraction))
-    val, tr = perm[:n_val], perm[n_val:]
+    tr, val = split_rows(data, cfg.val_fraction, k_split)
+    n_val = len(val)
     arrays = {k: jnp.asarray(data[k]) for k in ("obs", "mask", "action")}
     bs = min(cfg.batch_size, len(tr))
     steps = len(tr) // bs
