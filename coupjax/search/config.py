@@ -86,61 +86,6 @@ class SearchConfig:
 # The registered policies' default budget (`DEFAULT_CONFIG`, what `evals.seat_table` plays):
 # K = 4 worlds x R = 4 rollouts per legal action, rollouts of the ``scripted_mix`` policy
 # (every seat, the searcher's own later decisions included) capped at 8 decisions and then
-# scored by `heuristic_value`, worlds drawn with claim likelihoods 0.98 / 0.02; 4096 lanes.
-# Besides K and R, it differs from `SearchConfig`'s defaults (random rollouts, 0.85 / 0.15)
-# in three choices, each made by win rate in the seat table (below), not by any principle:
-#
-# * ``scripted_mix`` rollouts: uniform-random rollout opponents challenge about half of
-#   all claims, so the search undervalued bluffs and overvalued honest claims; the mix of
-#   the scripted bots is a closer model of the pool (and costs ~1.3x a random step).
-# * cap 8 (a little over two turns of a 4-player table): less rollout noise than 12 or 24.
-# * claim likelihoods 0.98 / 0.02 instead of 0.85 / 0.15.  The latter is the calibrated
-#   one for the seat table's pool (mean predicted truth 0.80 against 0.80 measured over
-#   759 challenge decisions); 0.98 / 0.02 is overconfident in claims (0.92 predicted) and
-#   makes the search challenge less (4% of opportunities instead of 10%), and it wins
-#   more.  A plausible reason (not tested): a challenge is a private risk with a shared
-#   benefit (every opponent gains when the claimant loses a card), which short rollouts
-#   with a heuristic leaf do not value correctly.
-#
-# Exploration (seat table, seed 0, 300 games, win rate; belief_ev 0.53 on the same games;
-# K4R4 = 4 worlds x 4 rollouts): expected K8R1 random cap 12 (the old default) 0.41 (200
-# games), K4R4 random 0.47 (200), K4R4 mix cap 12 0.50 (200), cap 24 0.44 (400), cap 8
-# 0.55; with rollout_self_policy="honest" 0.55 (cap 12) and 0.53 (cap 8); K4R4 mix cap 12
-# with 0.95 / 0.05 worlds 0.59; cap 8 with 0.95 / 0.05 0.62, with 0.98 / 0.02 0.64.
-# thompson: 0.26 (K4R4 random cap 12), 0.33 (K2R8 mix cap 12), 0.29 (K4R4 mix cap 8),
-# 0.45 (K2R8 mix cap 8, 0.95 / 0.05), 0.47 (K4R4 and K2R8, mix cap 8, 0.98 / 0.02).
-# regularized (mix prior, tau 0.02, cap 8, 0.95 / 0.05): 0.62 (200 games).  At the default
-# budget (300 games): 0.68 with the rollout policy as prior, 0.64 with prior_policy=
-# "belief_ev" and prior_uniform 0.1 (entropy 0.20 and 0.16): anchoring to belief_ev does
-# not pay, so the prior stays the rollout policy.
-#
-# thompson.  With the raw per-world means it stayed well below expected (0.47-0.48 at
-# K4R4 and K2R8 with the choices above; 0.478 [0.456, 0.500] at 2,000 games): with a few
-# rollouts per world the per-world argmax is mostly rollout noise wherever the worlds do
-# not really differ, so it played near-equal actions at random (K8R4 with 0.995 / 0.005
-# worlds bluffed at 0.23 of its main actions, expected at 0.12).  More rollouts helped
-# (K4R16 0.52, K2R16 0.54, over budget); judging "best in world k" on denoised values
-# (`_denoised_world_values`) helped more, at no cost: 300 games, K4R4 0.57, K8R2 0.56,
-# K4R8 0.58, K8R4 0.60 (action entropy 0.18-0.26).
-# So thompson's default (`THOMPSON_CONFIG`) is K = 8 worlds x R = 4 rollouts: more worlds
-# make the shares finer (multiples of 1/8, not 1/4), at twice the cost.  It still
-# challenges with about the posterior probability of a bluff (probability matching),
-# where expected challenges only when the average over worlds pays.
-#
-# Confirmed at 2,000 games (``python -m evals.seat_table --policy NAME --games 2000 --seed
-# 0``, one policy per call, the same tables): thompson 0.615 [0.594, 0.636] (action
-# entropy 0.215 nats), expected 0.633 [0.611, 0.653] (entropy 0.000), regularized 0.646
-# [0.625, 0.667] (0.212), belief_ev 0.540 [0.518, 0.562] (0.026).
-#
-# Cost: 2,000 games of ``--policy thompson`` took 334 s wall alone on the 2 idle cores,
-# compilation included; expected took 336 s and regularized 358 s, run at the same time
-# on the same 2 cores.  Every policy in a
-# `policies.make_table_runner` list is evaluated at every step of every game (its vmapped
-# `lax.switch`), so the search runs on every decision of every game, once per search
-# policy in the list: a seat table given all three search policies costs their sum per row.
-# The registered policies' default budget (`DEFAULT_CONFIG`, what `evals.seat_table` plays):
-# K = 4 worlds x R = 4 rollouts per legal action, rollouts of the ``scripted_mix`` policy
-# (every seat, the searcher's own later decisions included) capped at 8 decisions and then
 # scored by `heuristic_value`, worlds drawn with claim likelihoods 0.98 / 0.02 (more
 # confident in claims than the calibrated 0.85 / 0.15: it challenges less, and won more),
 # 4096 lanes.  `THOMPSON_CONFIG` samples K = 8 worlds (its shares are multiples of 1/K).

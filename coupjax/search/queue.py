@@ -34,8 +34,8 @@ Only (decision, world, legal action, rollout) jobs are built -- at the first dec
 of a 4-player game 7 of 44 actions are legal, so this is 6x cheaper than masking -- and
 decisions with a single legal action outside the main-action phase, and terminated
 states, get no jobs at all.  All jobs of all decisions in the batch share one pool of
-``lanes`` rollouts in flight (a work queue: option (b) of the issue, in the form of
-continuous refilling rather than periodic compaction).  A jitted `lax.while_loop`
+``lanes`` rollouts in flight (a work queue with continuous refilling rather than
+periodic compaction).  A jitted `lax.while_loop`
 steps every lane (vmapped `Env.step` plus the rollout policy); a lane whose rollout
 ended adds its value to its (world, action) slot and is refilled at once with the next
 pending job -- its world state gathered, its first action forced -- so short rollouts
@@ -43,16 +43,13 @@ never wait for long ones and no lane steps a finished game while jobs remain.  A
 refills at most ``lanes / 8`` lanes (gathered and scattered, so a refill costs an
 eighth of the pool's copies; a select over the whole pool every step doubled the cost
 of a step).  Only the tail -- fewer live rollouts than lanes once the queue is empty --
-runs partly idle; the step cap (option (c)) bounds it, and the registered policies use
+runs partly idle; the step cap bounds it, and the registered policies use
 one by default (see `DEFAULT_CONFIG`).
 
-Measured on the benchmark (64 first decisions, K = 32, R = 16, full-length random
-rollouts: 229,376 rollouts of 32 steps on average), 2 shared CPU cores: the queue keeps
-90-95% of the lane steps live and runs about 3x faster than one vmapped while loop
-holding every rollout until the longest ends (35% live).  A pool of 8k-16k lanes was
-fastest; 32k lanes was slower (cache), and stepping a 32k pool in groups of 4k-8k up to
-the last busy group (to make small calls cheap) cost 2x per step in
-dynamic-update-slice copies, so the pool is one vmapped batch.
+Why this shape: on the benchmark the queue keeps 90-95% of the lane steps live, where one
+vmapped loop holding every rollout until the longest ends keeps about a third; one pool of
+a few thousand lanes was fastest on CPU (larger pools lose the cache, stepping the pool
+in groups costs copies).
 
 Randomness is keyed per job and step (``fold_in(job key, t)``); the job key depends on
 the decision's key, the world and the rollout index but not the action (common random
