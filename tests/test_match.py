@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from coupjax import rules as R
-from coupjax.events import EVENT_KEYS, FieldError, event_fields, event_from_dict, event_to_dict, last_event
+from coupjax.events import (EVENT_KEYS, FieldError, check_event, event_fields, event_from_dict, event_to_dict,
+                            last_event)
 from coupjax.game import deal as P
 from coupjax.match import FORMAT_VERSION, Match, ReplayError
 
@@ -148,13 +149,15 @@ def test_deal_line_records_the_shuffled_deck():
         Match(2, seed=1, deck_shuffled=False)
 
 
-def test_event_dicts_round_trip_through_the_event_schema():
+def test_event_dicts_pass_the_schema_and_round_trip():
     m = play_out(Match(5, seed=4), seed=4)
-    for e in m.events:
-        assert event_to_dict(event_from_dict(e, 5), 5) == e
     assert tuple(event_fields(5)) == EVENT_KEYS
-    ev = event_to_dict(last_event(m.state), 5)
-    assert ev == m.events[-1]
+    assert event_to_dict(last_event(m.state), 5) == m.events[-1]
+    for e in m.events:
+        check_event(e, 5)
+        assert event_to_dict(event_from_dict(e, 5), 5) == e
+    with pytest.raises(FieldError, match=r"reveals\[0\]\.seat: expected an integer"):
+        check_event({**m.events[0], "reveals": [{"seat": "1", "role": D, "index": 0}]}, 5)
 
 
 # ---------------------------------------------------------------- strict loading
@@ -236,8 +239,8 @@ BROKEN = {
     "unknown role": (1, _at(["hands", 1, 0], "jester"), r"hands\[1\]\[0\]", "not a role"),
     "three cards": (1, _at(["hands", 0], [AM, D, D]), r"hands\[0\]", "expected 0..2 items, got 3"),
     "cards not conserved": (1, _at(["hands", 0], [D, D]), "hands/deck/revealed", "3 of each role"),
-    "seat to act out": (1, lambda d: (d.update(revealed=[[AM, D], [], [], []], hands=[[], *d["hands"][1:]],
-                                               deck=d["deck"])), "current_player", "no hidden cards"),
+    "seat to act out": (1, lambda d: d.update(revealed=[[AM, D], [], [], []], hands=[[], *d["hands"][1:]]),
+                        "current_player", "no hidden cards"),
     "event seat float": (3, _set("seat", 1.0), "seat", "a float"),
     "event seat out of range": (3, _set("seat", 4), "seat", "out of range 0..3"),
     "event not the seat to act": (3, _set("seat", 2), "seat", "not the seat to act"),
