@@ -11,8 +11,16 @@ A dict looks like::
 
 Private parts: ``action`` in the lose and exchange phases (the public dict says
 ``"reveal"`` / ``"keep"``), ``redraw``, ``exchange_drawn`` and each reveal's ``index``.
+
+Strict checks of JSON data (a saved match's deal and event lines, see
+`coupjax.match`) are declared with the small validator at the end of this module
+(`record`, `integer`, ...): one place, so every line is checked the same way, and a
+failure is a `FieldError` that names the field.
 """
 from __future__ import annotations
+
+import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -118,3 +126,128 @@ def event_from_dict(d: dict, num_players: int) -> Event:
         resolved=np.asarray(bool(d["resolved"])), turn_ended=np.asarray(bool(d["turn_ended"])),
         game_over=np.asarray(bool(d["game_over"])),
     )
+
+
+# ------------------------------------------------------------------ the validator
+class FieldError(ValueError):
+    """A value that breaks a schema; ``field`` names it as a path (``reveals[0].seat``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field, self.message = field, message
+
+
+def _show(v) -> str:
+    kind = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(v), type(v).__name__)
+    text = json.dumps(v) if isinstance(v, (bool, int, float, str, list, dict, type(None))) else repr(v)
+    return f"{text if len(text) <= 40 else text[:37] + '...'} ({kind})"
+
+
+def integer(lo: int, hi: int):
+    """An int in lo..hi; not a bool, not a float (1.0 is refused)."""
+    def check(v, field):
+        if type(v) is not int:
+            raise FieldError(field, f"expected an integer in {lo}..{hi}, got {_show(v)}")
+        if not lo <= v <= hi:
+            raise FieldError(field, f"{v} is out of range {lo}..{hi}")
+    return check
+
+
+def boolean(v, field):
+    if type(v) is not bool:
+        raise FieldError(field, f"expected true or false, got {_show(v)}")
+
+
+def one_of(choices, what: str = "one of"):
+    """A string among ``choices``."""
+    choices = tuple(choices)
+
+    def check(v, field):
+        if type(v) is not str:
+            raise FieldError(field, f"expected a string ({what}), got {_show(v)}")
+        if v not in choices:
+            shown = ", ".join(choices) if len(choices) <= 8 else f"{', '.join(choices[:8])}, ..."
+            raise FieldError(field, f"{v!r} is not {what} {shown}")
+    return check
+
+
+def nullable(inner):
+    def check(v, field):
+        if v is not None:
+            inner(v, field)
+    return check
+
+
+def list_of(item, lengths):
+    """A list whose length is in ``lengths`` (a range or a tuple) and whose items pass ``item``."""
+    lengths = tuple(lengths)
+
+    def check(v, field):
+        if type(v) is not list:
+            raise FieldError(field, f"expected a list, got {_show(v)}")
+        if len(v) not in lengths:
+            span = len(lengths) > 2 and lengths == tuple(range(lengths[0], lengths[-1] + 1))
+            want = f"{lengths[0]}..{lengths[-1]}" if span else " or ".join(map(str, lengths))
+            raise FieldError(field, f"expected {want} items, got {len(v)}")
+        for i, x in enumerate(v):
+            item(x, f"{field}[{i}]")
+    return check
+
+
+def record(fields: dict):
+    """An object with exactly these keys (none missing, none extra), each checked in order."""
+    def check(v, field=""):
+        at = f"{field}." if field else ""
+        if type(v) is not dict:
+            raise FieldError(field or "(line)", f"expected an object, got {_show(v)}")
+        for key in fields:
+            if key not in v:
+                raise FieldError(at + key, "missing")
+        for key in v:
+            if key not in fields:
+                raise FieldError(at + str(key), "unexpected key")
+        for key, inner in fields.items():
+            inner(v[key], at + key)
+    return check
+
+
+def const(value, message: str | None = None):
+    def check(v, field):
+        if type(v) is not type(value) or v != value:
+            raise FieldError(field, message or f"expected {json.dumps(value)}, got {_show(v)}")
+    return check
+
+
+INT32_MAX = 2 ** 31 - 1
+
+
+@functools.lru_cache(maxsize=None)
+def event_fields(num_players: int) -> dict:
+    """The checks of a private event dict (`event_to_dict`) at a table of ``num_players``:
+    the key set is exactly `EVENT_KEYS`; ``action`` is a protocol name."""
+    n = R.check_num_players(num_players)
+    seat, role = integer(0, n - 1), one_of(R.ROLES, "a role:")
+    fields = {
+        "step": integer(0, INT32_MAX), "turn": integer(0, R.TURN_CAP - 1), "seat": seat,
+        "phase": one_of(R.PHASES, "a phase:"), "action": one_of(R.all_protocol_names(n), "a protocol name:"),
+        "forfeit": boolean, "actor": seat, "main_action": nullable(one_of(R.MAIN_ACTIONS, "a main action:")),
+        "target": nullable(seat), "claim": nullable(role),
+        "challenge": nullable(record({"seat": seat, "role": role, "bluff_caught": boolean})),
+        "redraw": nullable(role), "exchange_drawn": list_of(role, (0, 2)),
+        "reveals": list_of(record({"seat": seat, "role": role, "index": integer(0, R.HAND_SIZE - 1)}),
+                           range(MAX_REVEALS + 1)),
+        "eliminated": list_of(seat, range(n + 1)),
+        "resolved": boolean, "turn_ended": boolean, "game_over": boolean,
+    }
+    return fields
+
+
+@functools.lru_cache(maxsize=None)
+def _event_check(num_players: int):
+    return record(event_fields(num_players))
+
+
+def check_event(d, num_players: int) -> None:
+    """Raise `FieldError` unless ``d`` is a well-formed private event dict."""
+    _event_check(num_players)(d)

@@ -3,11 +3,19 @@
 For people and programs that play, save and replay one match.  It runs the same
 `Env.step` as everything else (compiled once per table size and shared by every
 Match).  Saved matches are JSON lines: a deal line, then one event per step.
+
+The deal line holds everything the start state depends on, including whether the
+deck counts as shuffled (a random deal's does: its draws take a uniform card, see
+docs/rules.md "Deck order"), so every match, seeded or explicit, replays exactly.
+`Match.load` is strict: each line is checked against its schema (`coupjax.events`'
+validator) and replayed; any deviation raises a `ReplayError` naming the file, the
+line and the field.  Nothing is coerced, truncated or skipped.
 """
 from __future__ import annotations
 
 import functools
 import json
+import operator
 from pathlib import Path
 
 import jax
@@ -17,10 +25,22 @@ from coupjax.game import board
 from coupjax.game import deal as P
 from coupjax import rules as R
 from coupjax.env import Env
-from coupjax.events import event_from_dict, event_to_dict, last_event
+from coupjax.events import (EVENT_KEYS, FieldError, boolean, const, event_fields, event_to_dict, integer,
+                            last_event, list_of, one_of, record)
 from coupjax.state import State
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the deal line records "deck_shuffled"
+SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey folds larger seeds onto these (without x64)
+COIN_MAX = (1 << 19) - 1  # the result ranks coins exactly up to here (board.rank_score)
+
+
+class ReplayError(ValueError):
+    """A saved match that cannot be loaded exactly: ``path``, ``line`` (1-based) and
+    ``field`` (None when the line as a whole is wrong) say where."""
+
+    def __init__(self, path, line: int, field: str | None, message: str):
+        super().__init__(f"{path}:{line}: {field}: {message}" if field else f"{path}:{line}: {message}")
+        self.path, self.line, self.field, self.message = path, line, field, message
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,10 +51,35 @@ def compiled(num_players: int):
             jax.jit(functools.partial(P.make_position, num_players)))
 
 
-def _roles(names, what: str) -> list[int]:
-    if isinstance(names, str):
-        raise ValueError(f"{what} must be a list of role names, got the string {names!r}")
-    return [R.role_index(x) for x in names]
+def _int(field: str, v, lo: int, hi: int) -> int:
+    """An int-like (not a bool, not a float) in lo..hi, else `FieldError`."""
+    try:
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError
+        v = operator.index(v)
+    except TypeError:
+        raise FieldError(field, f"expected an integer in {lo}..{hi}, got {v!r}") from None
+    if not lo <= v <= hi:
+        raise FieldError(field, f"{v} is out of range {lo}..{hi}")
+    return v
+
+
+def _roles(names, field: str) -> list[int]:
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
+        raise FieldError(field, f"expected a list of role names, got {names!r}")
+    out = []
+    for i, x in enumerate(names):
+        try:
+            out.append(R.role_index(x))
+        except ValueError as err:
+            raise FieldError(f"{field}[{i}]", str(err)) from None
+    return out
+
+
+def _per_seat(rows, field: str, n: int) -> list[list[int]]:
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)) or len(rows) != n:
+        raise FieldError(field, f"expected a list of {n} seats' role lists, got {rows!r}")
+    return [_roles(r, f"{field}[{s}]") for s, r in enumerate(rows)]
 
 
 class Match:
@@ -43,61 +88,76 @@ class Match:
     ``Match(num_players=4, seed=0)`` deals from the seed; or give an explicit deal:
     ``hands=[["duke", "captain"], ...]``, ``deck=[...]`` (draw order, next first;
     default: the remaining cards shuffled by ``seed``), ``coins``, ``revealed``,
-    ``current_player`` (seat to act) and ``turn`` (turns already played).  Reshuffle
-    draws come from ``seed``, so a saved match replays exactly.
+    ``current_player`` (seat to act), ``turn`` (turns already played) and
+    ``deck_shuffled`` (default False: draws follow ``deck`` until the first reshuffle;
+    True: every draw takes a uniform card, as after a random deal).  Random draws come
+    from ``seed`` (0..2**32-1), so a saved match replays exactly.  A bad argument
+    raises `coupjax.events.FieldError` (a ValueError) naming it.
     """
 
     def __init__(self, num_players: int = 4, seed: int = 0, hands=None, deck=None, coins=None, revealed=None,
-                 current_player: int = 0, turn: int = 0):
-        n = R.check_num_players(num_players)
-        self.num_players, self.seed = n, int(seed)
+                 current_player: int = 0, turn: int = 0, deck_shuffled: bool | None = None):
+        try:
+            n = R.check_num_players(num_players)
+        except ValueError as err:
+            raise FieldError("num_players", str(err)) from None
+        self.num_players, self.seed = n, _int("seed", seed, 0, SEED_MAX)
         self.env, init, self._step, position = compiled(n)
         self._key = jax.random.PRNGKey(self.seed)
         if hands is None:
-            if deck is not None or revealed is not None:
-                raise ValueError("deck and revealed may only be given together with hands")
+            for field, v in (("deck", deck), ("revealed", revealed), ("coins", coins)):
+                if v is not None:
+                    raise FieldError(field, "may only be given with an explicit deal (hands=...)")
+            for field, v in (("current_player", current_player), ("turn", turn)):
+                if v != 0:
+                    raise FieldError(field, "may only be given with an explicit deal (hands=...)")
+            if deck_shuffled not in (None, True):
+                raise FieldError("deck_shuffled", "a random deal's deck counts as shuffled")
             state = init(jax.random.fold_in(self._key, 0))
-            if coins is not None or current_player or turn:
-                raise ValueError("coins, current_player and turn need an explicit deal (hands=...)")
         else:
-            state = position(*self._explicit(hands, deck, coins, revealed, current_player, turn))
+            if deck_shuffled is not None and not isinstance(deck_shuffled, (bool, np.bool_)):
+                raise FieldError("deck_shuffled", f"expected True or False, got {deck_shuffled!r}")
+            state = position(*self._explicit(hands, deck, coins, revealed, current_player, turn),
+                             bool(deck_shuffled))
         self.state: State = state
         self.events: list[dict] = []
-        self._deal = self._deal_record(current_player, turn)
+        self._deal = self._deal_record()
 
     # ------------------------------------------------------------------ set-up
     def _explicit(self, hands, deck, coins, revealed, current_player, turn):
         n = self.num_players
-        if len(hands) != n:
-            raise ValueError(f"hands must list {n} seats, got {len(hands)}")
-        hand_ids = [_roles(h, f"hands[{s}]") for s, h in enumerate(hands)]
-        revealed_ids = [[] for _ in range(n)] if revealed is None else [_roles(r, f"revealed[{s}]") for s, r in enumerate(revealed)]
-        if len(revealed_ids) != n:
-            raise ValueError(f"revealed must list {n} seats, got {len(revealed_ids)}")
+        hand_ids = _per_seat(hands, "hands", n)
+        revealed_ids = [[] for _ in range(n)] if revealed is None else _per_seat(revealed, "revealed", n)
         for s in range(n):
             if len(hand_ids[s]) + len(revealed_ids[s]) != R.HAND_SIZE:
-                raise ValueError(f"seat {s} must have 2 cards in hand and revealed together")
+                raise FieldError(f"hands[{s}]", f"seat {s} must have 2 cards in hand and revealed together")
         if deck is None:
             rest = np.bincount([c for h in hand_ids + revealed_ids for c in h], minlength=R.NUM_ROLES)
             deck_ids = [r for r in range(R.NUM_ROLES) for _ in range(max(0, R.COPIES_PER_ROLE - rest[r]))]
             np.random.default_rng(self.seed).shuffle(deck_ids)
         else:
             deck_ids = _roles(deck, "deck")
-        P.check_cards(hand_ids, deck_ids, revealed_ids)
-        coins = [R.START_COINS] * n if coins is None else [int(c) for c in coins]
-        if len(coins) != n or min(coins) < 0:
-            raise ValueError(f"coins must be {n} non-negative ints")
-        if not 0 <= int(current_player) < n or not hand_ids[int(current_player)]:
-            raise ValueError(f"current_player must be a seat with hidden cards, got {current_player!r}")
-        if not 0 <= int(turn) < R.TURN_CAP:
-            raise ValueError(f"turn must be 0..{R.TURN_CAP - 1}")
+        try:
+            P.check_cards(hand_ids, deck_ids, revealed_ids)
+        except ValueError as err:
+            raise FieldError("hands/deck/revealed", str(err)) from None
+        if coins is None:
+            coins = [R.START_COINS] * n
+        elif isinstance(coins, (str, bytes)) or not isinstance(coins, (list, tuple, np.ndarray)) or len(coins) != n:
+            raise FieldError("coins", f"expected {n} coin counts, got {coins!r}")
+        coins = [_int(f"coins[{s}]", c, 0, COIN_MAX) for s, c in enumerate(coins)]
+        current_player = _int("current_player", current_player, 0, n - 1)
+        if not hand_ids[current_player]:
+            raise FieldError("current_player", f"seat {current_player} has no hidden cards")
+        turn = _int("turn", turn, 0, R.TURN_CAP - 1)
         return (P.hand_arrays(hand_ids, n), P.deck_array(deck_ids), np.asarray(coins, np.int32),
-                P.hand_arrays(revealed_ids, n), int(current_player), int(turn))
+                P.hand_arrays(revealed_ids, n), current_player, turn)
 
-    def _deal_record(self, current_player, turn) -> dict:
+    def _deal_record(self) -> dict:
+        s = self.state
         return {"type": "deal", "version": FORMAT_VERSION, "num_players": self.num_players, "seed": self.seed,
-                "hands": self.hands, "deck": self.deck, "coins": P.coins(self.state),
-                "revealed": self.revealed, "current_player": int(current_player), "turn": int(turn)}
+                "hands": self.hands, "deck": self.deck, "deck_shuffled": P.deck_shuffled(s), "coins": P.coins(s),
+                "revealed": self.revealed, "current_player": int(s.current_player), "turn": int(board.turn(s))}
 
     # ------------------------------------------------------------------ reading
     @property
@@ -185,50 +245,110 @@ class Match:
 
     @classmethod
     def load(cls, path) -> "Match":
-        """Replay a saved match exactly; a malformed or inconsistent line names its number."""
+        """Replay a saved match exactly, checking every line (`ReplayError` otherwise).
+
+        A file cut after any complete line is a valid partial match; an error on any
+        line fails the whole load (the valid lines before it are not returned).
+        """
         path = Path(path)
-        lines = path.read_text().splitlines()
+        data = path.read_bytes()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()  # the newline that ends the last line
         if not lines:
-            raise ValueError(f"{path}: empty file, expected a deal line")
-
-        def fail(lineno, msg):
-            raise ValueError(f"{path}:{lineno}: {msg}")
-
+            raise ReplayError(path, 1, None, "empty file; expected a deal line")
+        deal = _json_line(path, 1, lines[0])
         try:
-            deal = json.loads(lines[0])
-        except json.JSONDecodeError as err:
-            fail(1, f"not JSON ({err.msg})")
-        if not isinstance(deal, dict) or deal.get("type") != "deal":
-            fail(1, 'the first line must be the deal ({"type": "deal", ...})')
-        try:
-            match = cls(num_players=deal["num_players"], seed=deal["seed"], hands=deal["hands"], deck=deal["deck"],
-                        coins=deal["coins"], revealed=deal["revealed"], current_player=deal["current_player"],
-                        turn=deal["turn"])
-        except (KeyError, TypeError, ValueError) as err:
-            fail(1, f"bad deal: {err!r}")
+            _check_deal(deal)
+            match = cls(**{k: deal[k] for k in _MATCH_ARGS})
+        except FieldError as err:
+            raise ReplayError(path, 1, err.field, err.message) from None
+        check = _event_line_check(match.num_players)
         for lineno, line in enumerate(lines[1:], start=2):
-            if not line.strip():
-                continue
+            logged = _json_line(path, lineno, line)
             try:
-                logged = json.loads(line)
-            except json.JSONDecodeError as err:
-                fail(lineno, f"not JSON ({err.msg})")
-            if not isinstance(logged, dict) or logged.get("type") != "event" or "action" not in logged:
-                fail(lineno, 'expected an event line ({"type": "event", "action": ...})')
+                check(logged)
+            except FieldError as err:
+                raise ReplayError(path, lineno, err.field, err.message) from None
             if match.done:
-                fail(lineno, "event after the end of the match")
-            if logged.get("seat") != match.current_player:
-                fail(lineno, f"seat {logged.get('seat')!r} is not the current player {match.current_player}")
-            try:
-                event = match.play(logged["action"])
-            except ValueError as err:
-                fail(lineno, str(err))
-            logged = {k: v for k, v in logged.items() if k != "type"}
-            try:
-                event_from_dict(logged, match.num_players)
-            except (KeyError, TypeError, ValueError, IndexError) as err:
-                fail(lineno, f"malformed event: {err!r}")
-            if logged != event:
-                diff = sorted(k for k in set(event) | set(logged) if event.get(k) != logged.get(k))
-                fail(lineno, f"replay differs from the log in {', '.join(diff)}")
+                raise ReplayError(path, lineno, "step", f"an event after the end of the match (at step "
+                                  f"{len(match.events) - 1})")
+            if logged["seat"] != match.current_player:
+                raise ReplayError(path, lineno, "seat", f"{logged['seat']} is not the seat to act "
+                                  f"({match.current_player})")
+            event = match.play(logged["action"])  # a protocol name (checked): play cannot refuse it
+            diff = [k for k in EVENT_KEYS if event[k] != logged[k]]
+            if diff:
+                k = diff[0]
+                more = f" (also differs in {', '.join(diff[1:])})" if diff[1:] else ""
+                raise ReplayError(path, lineno, k, f"the replay gives {json.dumps(event[k])}, the log "
+                                  f"{json.dumps(logged[k])}{more}")
         return match
+
+
+_MATCH_ARGS = ("num_players", "seed", "hands", "deck", "coins", "revealed", "current_player", "turn",
+               "deck_shuffled")
+
+
+@functools.lru_cache(maxsize=None)
+def _deal_check(num_players: int):
+    n = num_players
+    roles = list_of(one_of(R.ROLES, "a role:"), range(R.HAND_SIZE + 1))
+    return record({
+        "type": const("deal"), "version": const(FORMAT_VERSION), "num_players": const(n),
+        "seed": integer(0, SEED_MAX), "hands": list_of(roles, (n,)),
+        "deck": list_of(one_of(R.ROLES, "a role:"), range(R.DECK_SIZE + 1)), "deck_shuffled": boolean,
+        "coins": list_of(integer(0, COIN_MAX), (n,)), "revealed": list_of(roles, (n,)),
+        "current_player": integer(0, n - 1), "turn": integer(0, R.TURN_CAP - 1),
+    })
+
+
+def _check_deal(d) -> None:
+    """The deal line's schema; the type, the version and the table size come first, as
+    the rest depends on them."""
+    if type(d) is not dict or "type" not in d:
+        raise FieldError("type", 'the first line must be the deal ({"type": "deal", ...})')
+    const("deal", 'the first line must be the deal ({"type": "deal", ...})')(d["type"], "type")
+    if "version" not in d:
+        raise FieldError("version", f"missing (this reader reads format version {FORMAT_VERSION})")
+    if type(d["version"]) is not int or d["version"] != FORMAT_VERSION:
+        raise FieldError("version", f"format version {json.dumps(d['version'])} is not supported; this reader "
+                         f"reads version {FORMAT_VERSION} only")
+    if "num_players" not in d:
+        raise FieldError("num_players", "missing")
+    integer(R.MIN_PLAYERS, R.MAX_PLAYERS)(d["num_players"], "num_players")
+    _deal_check(d["num_players"])(d)
+
+
+@functools.lru_cache(maxsize=None)
+def _event_line_check(num_players: int):
+    return record({"type": const("event", 'expected an event line ({"type": "event", ...})'),
+                   **event_fields(num_players)})
+
+
+def _unique_keys(pairs) -> dict:
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise FieldError(k, "duplicate key")
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise FieldError("(line)", f"{name} is not a JSON value")
+
+
+def _json_line(path, lineno: int, line: str):
+    if not line.strip():
+        raise ReplayError(path, lineno, None, "empty line")
+    try:
+        return json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as err:
+        raise ReplayError(path, lineno, None, f"not JSON ({err.msg} at column {err.colno})") from None
+    except FieldError as err:
+        raise ReplayError(path, lineno, err.field, err.message) from None

@@ -11,8 +11,12 @@ State is kept in plain lists of role names:
 * ``drawn``       the 2 cards an exchanging actor has drawn while it chooses, else ``[]``
 
 Deck order: before the first reshuffle a draw takes ``deck[0]``; a reshuffle is
-realised lazily (flag ``shuffled``): from then on every draw takes a uniformly random
-card of the deck (``self.rng.randrange``).  Cards put back are appended.
+realised lazily (flag ``shuffled``, also set from the start by ``deck_shuffled=True``
+as after a random deal): from then on every draw takes a uniformly random card of the
+deck (``self.rng.randrange``).  Cards put back are appended.  To follow another
+engine's random choices, ``play(name, draws=[...])`` gives the cards that engine drew
+in the step: a uniform draw takes the next of them out of the deck (it must be there),
+a draw before any reshuffle takes ``deck[0]`` whatever the engine drew.
 """
 from __future__ import annotations
 
@@ -58,9 +62,13 @@ def _keep_name(roles) -> str:
     return "keep:" + "+".join(sorted(roles, key=ROLE_INDEX.__getitem__))
 
 
+class DrawMismatch(AssertionError):
+    """Another engine's draws (`RefGame.play`'s ``draws``) break the rules."""
+
+
 class RefGame:
     def __init__(self, num_players=4, hands=None, deck=None, coins=None, revealed=None,
-                 current_player=0, turn=0, seed=0):
+                 current_player=0, turn=0, seed=0, deck_shuffled=False):
         n = num_players
         if not isinstance(n, int) or not 2 <= n <= 6:
             raise ValueError(f"num_players must be an int from 2 to 6, got {n!r}")
@@ -98,7 +106,8 @@ class RefGame:
         self.revealed = revealed
         self.deck = deck
         self.drawn = []
-        self.shuffled = False
+        self.shuffled = bool(deck_shuffled)
+        self._draws = None  # the other engine's draws of the current step (see play)
 
         self.coins = [START_COINS] * n if coins is None else [int(c) for c in coins]
         if len(self.coins) != n:
@@ -144,6 +153,15 @@ class RefGame:
         self.after_loss = None  # END or RESOLVE while phase == "lose"
 
     def _draw(self):
+        if self._draws is not None:
+            if not self._draws:
+                raise DrawMismatch("the other engine drew fewer cards in this step")
+            card = self._draws.pop(0)
+            if self.shuffled:
+                if card not in self.deck:
+                    raise DrawMismatch(f"the other engine drew {card!r}, which is not in the deck {self.deck}")
+                self.deck.remove(card)
+                return card
         if self.shuffled:
             return self.deck.pop(self.rng.randrange(len(self.deck)))
         return self.deck.pop(0)
@@ -298,7 +316,21 @@ class RefGame:
     def legal_actions(self):
         return sorted(self._legal())
 
-    def play(self, name):
+    def play(self, name, draws=None):
+        """Play protocol ``name``.  ``draws``: the cards another engine drew in this
+        step, in order; the model's uniform draws take them, and a `DrawMismatch` says
+        that engine drew a card not in the deck, or fewer or more cards than the rules."""
+        if draws is None:
+            return self._play(name)
+        self._draws = list(draws)
+        try:
+            self._play(name)
+            if self._draws:
+                raise DrawMismatch(f"the other engine drew more cards in this step: {self._draws} left over")
+        finally:
+            self._draws = None
+
+    def _play(self, name):
         if self.done:
             raise RuntimeError("the match is over")
         legal = self._legal()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
 
 import jax
 import numpy as np
@@ -720,87 +719,6 @@ def test_six_player_match():
     assert v["done"] and v["winner"] == 0 and v["placements"] == [0, 1, 4, 3, 2, 5]
     assert v["turn"] == 6 and v["coins"][0] == 0
     assert rewards(m) == pytest.approx(expected_rewards(6, 0))
-
-
-# ================================================================ save / load
-def scripted_match() -> Match:
-    m = deal([[AM, D], [A, CO], [CA, CO], [D, AM]], coins=[2, 2, 2, 3], seed=7)
-    play(m, "exchange", "challenge", "reveal:0")  # truthful: seat 1 loses A, the exchange resolves
-    play(m, m.legal_actions()[0])  # the keep choice (cards are random after the reshuffle)
-    play(m, "tax", "challenge")  # seat 1 bluffs with CO alone: out
-    play(m, "foreign_aid", "income", "pass")  # seat 3 forfeits in the window, seat 0 passes
-    play(m, "income")  # seat 0
-    play(m, "block:captain")  # seat 2 forfeits in its action phase
-    assert m.done and m.view()["winner"] == 0
-    return m
-
-
-def test_save_load_round_trip(tmp_path):
-    m = scripted_match()
-    path = tmp_path / "m.jsonl"
-    m.save(path)
-    lines = path.read_text().splitlines()
-    assert len(lines) == 1 + len(m.events) and json.loads(lines[0])["type"] == "deal"
-    loaded = Match.load(path)
-    assert loaded.view() == m.view() and loaded.events == m.events
-    assert loaded.hands == m.hands and loaded.deck == m.deck and loaded.revealed == m.revealed
-    assert any(e["forfeit"] for e in m.events) and any(e["challenge"] for e in m.events)
-    assert any(e["exchange_drawn"] for e in m.events)
-    # a partial match too
-    m2 = deal(BASE4, seed=3)
-    play(m2, "tax", "challenge")
-    m2.save(tmp_path / "p.jsonl")
-    p = Match.load(tmp_path / "p.jsonl")
-    assert p.view() == m2.view() and p.events == m2.events and p.hands == m2.hands
-
-
-def _edited(tmp_path, lineno, edit):
-    m = scripted_match()
-    path = tmp_path / "m.jsonl"
-    m.save(path)
-    lines = path.read_text().splitlines()
-    lines[lineno - 1] = edit(lines[lineno - 1])
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(lines) + "\n")
-    return bad, m
-
-
-def test_load_rejects_non_json_line(tmp_path):
-    bad, _ = _edited(tmp_path, 3, lambda line: line[:-5])
-    with pytest.raises(ValueError, match=r":3: not JSON"):
-        Match.load(bad)
-
-
-def test_load_rejects_unknown_action_name(tmp_path):
-    def edit(line):
-        d = json.loads(line)
-        d["action"] = "fly"
-        return json.dumps(d)
-    bad, _ = _edited(tmp_path, 3, edit)
-    with pytest.raises(ValueError, match=r":3: .*fly"):
-        Match.load(bad)
-
-
-def test_load_rejects_edited_outcome(tmp_path):
-    m = scripted_match()
-    # line 2 is the exchange, line 3 its (truthful) challenge
-    assert m.events[1]["challenge"] == {"seat": 0, "role": AM, "bluff_caught": False}
-
-    def edit(line):
-        d = json.loads(line)
-        d["challenge"]["bluff_caught"] = True
-        return json.dumps(d)
-    bad, _ = _edited(tmp_path, 3, edit)
-    with pytest.raises(ValueError, match=r":3: replay differs from the log in challenge"):
-        Match.load(bad)
-
-    def edit_reveal(line):
-        d = json.loads(line)
-        d["reveals"][0]["role"] = CO
-        return json.dumps(d)
-    bad, _ = _edited(tmp_path, 4, edit_reveal)
-    with pytest.raises(ValueError, match=r":4: replay differs from the log in reveals"):
-        Match.load(bad)
 
 
 # ================================================================ after the end
