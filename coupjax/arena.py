@@ -35,6 +35,7 @@ from coupjax.policies.spec import resolve_policy
 
 # Enough decisions for any game: 200 turns of at most 8 decisions each.
 MAX_STEPS = 3000
+INIT_STREAM = 2**31 - 1  # `fold_in` index of a game's deal (its steps use 0, 1, 2, ...)
 STAT_NAMES = ("decisions", "bluff_opportunities", "bluffs", "challenge_opportunities", "challenges")
 
 
@@ -48,14 +49,21 @@ class ParamPolicy:
 
 
 def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
-    """A jitted ``run(keys [B], seat_policy_index int32[B, n], step_limit=None,
-    params=None) -> (final_state, stats)``.
+    """A ``run(keys [B], seat_policy_index int32[B, n], step_limit=None, params=None)
+    -> (final_state, stats)`` that plays B games to their end.
 
-    Plays B games under vmap, each in one `lax.while_loop`; seat s of game b is played
-    by ``policy_list[seat_policy_index[b, s]]`` (chosen with `lax.switch`); game b's
-    randomness comes from ``keys[b]`` alone.  Entries of ``policy_list`` are policies
-    or `ParamPolicy`s, whose parameters ``params`` (a tuple in their order; default
-    their own) are arguments of the compiled function.
+    Seat s of game b is played by ``policy_list[seat_policy_index[b, s]]``; entries are
+    policies or `ParamPolicy`s, whose parameters ``params`` (a tuple in their order;
+    default their own) are arguments of the compiled function.  Game b's randomness
+    comes from ``keys[b]`` and its own step count alone (`fold_in(keys[b], t)`), so its
+    result does not depend on the other games in the batch or on the schedule below.
+
+    Schedule: one jitted `lax.while_loop` over the batch.  Each iteration computes each
+    policy only on (at most) ``capacity[p]`` of the games whose seat to move it plays,
+    gathered into a compact batch, and steps the games it served; the others wait for
+    a later iteration.  The capacities follow the policies' shares of the seats, so a
+    table of cheap bots and one expensive policy pays for the expensive one only where
+    it acts (a vmapped `lax.switch` would run every policy on every game every step).
 
     ``stats``, per game and seat [B, n]: ``decisions``, ``bluff_opportunities``
     (main-action decisions with a legal bluff), ``bluffs``, ``challenge_opportunities``
@@ -63,8 +71,7 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     entropy in nats of the acting policy's distribution), ``placement`` (1 = first,
     `coupjax.game.board.placements`) and ``wins`` (placement 1 of a finished game);
     per game: ``steps`` and ``finished``.  ``step_limit`` int32[B] stops game b after
-    that many decisions (mid-game positions); passing it always, or never, keeps to one
-    compilation.
+    that many decisions (mid-game positions).
     """
     entries = list(policy_list)
     if not entries:
@@ -72,6 +79,7 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     n = env.num_players
     T = tables(n)
     param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
+    step = jax.vmap(env.step)
 
     def branches(params):
         out, it = [], iter(params)
@@ -83,62 +91,104 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
                 out.append(p)
         return out
 
-    def one(key, seat_idx, limit, params):
+    def play(keys, idx, limit, params, capacity):
+        B = keys.shape[0]
         policies = branches(params)
-        k_init, key = jax.random.split(key)
-        state = env.init(k_init)
-        stats = {name: jnp.zeros(n, jnp.int32) for name in STAT_NAMES}
-        stats["entropy"] = jnp.zeros(n, jnp.float32)
+        games = jnp.arange(B)
+        state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
+        stats = {name: jnp.zeros((B, n), jnp.int32) for name in STAT_NAMES}
+        stats["entropy"] = jnp.zeros((B, n), jnp.float32)
 
-        def cond(carry):
-            s, t, _, _ = carry
-            return ~s.terminated & (t < limit)
+        def cond(c):
+            s, t, _, _ = c
+            return (~s.terminated & (t < limit)).any()
 
-        def body(carry):
-            s, t, st, k = carry
-            k, k_pol, k_act, k_step = jax.random.split(k, 4)
-            p = s.current_player
-            logits = jax.lax.switch(seat_idx[p], policies, k_pol, s) if len(policies) > 1 else policies[0](k_pol, s)
-            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            bl = bluff_actions(s.observation, s.legal_action_mask, n)
-            seat = jnp.arange(n) == p
-            chal_legal = s.legal_action_mask[T.challenge_id]
+        def body(c):
+            s, t, st, it = c
+            k = jax.vmap(lambda key, tt: jax.random.split(jax.random.fold_in(key, tt), 3))(keys, t)
+            k_pol, k_act, k_step = k[:, 0], k[:, 1], k[:, 2]
+            live = ~s.terminated & (t < limit)
+            acting = jnp.take_along_axis(idx, s.current_player[:, None], axis=1)[:, 0]
+            logits = jnp.full((B, env.num_actions), -jnp.inf, jnp.float32)
+            served = jnp.zeros(B, bool)
+            for p, cap in enumerate(capacity):
+                if cap == 0:
+                    continue
+                want = live & (acting == p)
+                if cap >= B:
+                    out = jax.vmap(policies[p])(k_pol, s)
+                    logits = jnp.where(want[:, None], out, logits)
+                    served = served | want
+                    continue
+                # the first `cap` games wanting p, counted from a start that rotates
+                start = (it * cap) % B
+                order = (games + start) % B
+                pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
+                sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
+                safe = jnp.clip(sel, 0, B - 1)
+                out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], s))
+                logits = logits.at[sel].set(out, mode="drop")
+                served = served.at[sel].set(True, mode="drop")
+            logits = jnp.where(served[:, None], logits, 0.0)  # waiting games: any finite logits
+            a = jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
+            bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
+            seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
+            chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
+            bluffed = jnp.take_along_axis(bl, a[:, None], axis=1)
             st = {
                 "decisions": st["decisions"] + seat,
-                "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any()),
-                "bluffs": st["bluffs"] + (seat & bl[a]),
+                "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any(axis=1, keepdims=True)),
+                "bluffs": st["bluffs"] + (seat & bluffed),
                 "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
-                "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)),
-                "entropy": st["entropy"] + jnp.where(seat, policy_entropy(logits), 0.0),
+                "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)[:, None]),
+                "entropy": st["entropy"] + jnp.where(seat, jax.vmap(policy_entropy)(logits)[:, None], 0.0),
             }
-            return env.step(s, a, k_step), t + 1, st, k
+            new = step(s, a, k_step)
+            s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, s)
+            return s, t + served, st, it + 1
 
-        state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), stats, key))
+        state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros(B, jnp.int32), stats,
+                                                                  jnp.int32(0)))
+        placement = jnp.argsort(jax.vmap(board.placements)(state), axis=1).astype(jnp.int32) + 1
         stats = {k: v if k == "entropy" else v.astype(jnp.int32) for k, v in stats.items()}
-        order = board.placements(state)
-        placement = jnp.argsort(order).astype(jnp.int32) + 1  # seat -> 1-based place
         stats["placement"] = placement
-        stats["wins"] = ((placement == 1) & state.terminated).astype(jnp.int32)
+        stats["wins"] = ((placement == 1) & state.terminated[:, None]).astype(jnp.int32)
         stats["steps"] = steps
         stats["finished"] = state.terminated
         return state, stats
 
-    batched = jax.vmap(one, in_axes=(0, 0, 0, None))
-
-    @jax.jit
-    def _run(keys, idx, limit, params):
-        return batched(keys, idx, limit, params)
-
+    _run = jax.jit(play, static_argnames="capacity")
     default_params = tuple(entries[i].params for i in param_slots)
 
-    def run(keys, seat_policy_index, step_limit=None, params=None):
-        idx = jnp.asarray(seat_policy_index, jnp.int32)
-        limit = jnp.full(idx.shape[0], max_steps, jnp.int32)
+    def run(keys, seat_policy_index, step_limit=None, params=None, capacity=None):
+        """``capacity``: per policy, games served per iteration (default `capacities`
+        of this seat index; pass one for many calls to compile once)."""
+        idx = np.asarray(jax.device_get(seat_policy_index), np.int32)
+        limit = np.full(idx.shape[0], max_steps, np.int32)
         if step_limit is not None:
-            limit = jnp.minimum(limit, jnp.asarray(step_limit, jnp.int32))
-        return _run(keys, idx, limit, default_params if params is None else tuple(params))
+            limit = np.minimum(limit, np.asarray(jax.device_get(step_limit), np.int32))
+        capacity = capacities(idx, len(entries)) if capacity is None else tuple(int(c) for c in capacity)
+        return _run(keys, jnp.asarray(idx), jnp.asarray(limit), default_params if params is None else tuple(params),
+                    capacity=capacity)
 
     return run
+
+
+def capacities(seat_policy_index, num_policies: int, slack: float = 1.5) -> tuple:
+    """Per policy, how many games an iteration of the runner serves: its share of the
+    seats times ``slack``, rounded up to a sixteenth of the batch (few distinct
+    compilations), all of them past half the batch, 0 for a policy seated nowhere."""
+    idx = np.asarray(seat_policy_index)
+    B = idx.shape[0]
+    share = np.bincount(idx.ravel(), minlength=num_policies)[:num_policies] / max(idx.size, 1)
+    caps = []
+    for s in share:
+        if s == 0:
+            caps.append(0)
+            continue
+        frac = min(1.0, np.ceil(16 * min(1.0, slack * s + 1.0 / 16)) / 16)
+        caps.append(B if frac > 0.5 else max(1, int(np.ceil(frac * B))))
+    return tuple(caps)
 
 
 def game_keys(seed_or_key, start: int, count: int) -> jax.Array:
@@ -231,9 +281,13 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
         seats, opp = draw_tables(num_games, n, seed, len(seat_pool))
         opp = pool_idx[opp]
         chunk = max(1, min(chunk, num_games))
+        index = {spec: seat_index(seats, opp, tested_idx[spec], n) for spec in specs}
+        # one capacity for every row and chunk: one compilation
+        capacity = tuple(np.max([capacities(idx[:chunk], len(entries)) for idx in index.values()], axis=0))
+        capacity = tuple(min(int(c), chunk) if c else 0 for c in capacity)
         results = {}
         for spec in specs:
-            idx_all = seat_index(seats, opp, tested_idx[spec], n)
+            idx_all = index[spec]
             wins, places, entropy, decisions = [], [], 0.0, 0
             task = progress.add_task(str(spec), total=num_games) if progress else None
             for start in range(0, num_games, chunk):
@@ -242,7 +296,7 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
                 keys = game_keys(seed, start, chunk)
                 if real < chunk:  # pad the last chunk: one compilation for every chunk
                     idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - real, axis=0)])
-                _, stats = run(keys, jnp.asarray(idx), params=prm)
+                _, stats = run(keys, jnp.asarray(idx), params=prm, capacity=capacity)
                 stats = jax.device_get(stats)
                 if not np.asarray(stats["finished"])[:real].all():
                     raise RuntimeError("a game did not finish within the arena's step bound")
