@@ -9,6 +9,10 @@ to ``RUN_DIR/seat_table.json``.
 
 ``python -m coupjax simulate``: batched uniform-random self-play with its figures.
 
+``python -m coupjax arena --bot NAME=COMMAND ... --policy SPEC ...``: matches between
+programs speaking the bot protocol (docs/bot-protocol.md) and our policies
+(`coupjax.botarena`), results to ``--out`` and each match beside it.
+
 Options mean the same before or after the subcommand.  Every mistake (a missing
 config, an unknown key, a count that is not positive, a run directory that already
 holds a run, a tuning seed) is reported as one line with exit status 2 before any
@@ -112,6 +116,53 @@ def _train_and_evaluate(args) -> None:
     console.print(f"written: {out}")
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value}")
+    return value
+
+
+def _prepare_arena(args):
+    """The entrants, the arena (policies resolved) and its files: every mistake before any match."""
+    from coupjax.botarena import Arena, ArenaError, parse_bot, parse_policy
+
+    out = Path(args.out)
+    save_dir = out.with_suffix("") if out.suffix else out.with_name(out.name + "-matches")
+    try:
+        entrants = [parse_bot(b) for b in args.bot] + [parse_policy(p) for p in args.policy]
+        if (save_dir / "matches").is_dir() and any((save_dir / "matches").iterdir()):
+            raise ArenaError(f"{save_dir / 'matches'} already holds matches; choose another --out")
+        return Arena(entrants, args.players, move_timeout=args.move_timeout, save_dir=save_dir, seed=args.seed)
+    except ArenaError as err:
+        fail(PROG, err)
+
+
+def _arena(args) -> None:
+    from rich.progress import Progress
+
+    from coupjax.botarena import results_table
+
+    arena = _prepare_arena(args)
+    console = Console()
+    with console.status("compiling the engine and the policies..."):
+        arena.warm_up()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"{args.matches} matches", total=args.matches)
+        report = arena.play(args.matches, args.concurrency, on_match=lambda _: progress.advance(task))
+    arena.close()
+    console.print(results_table(report))
+    fig = report["figures"]
+    console.print(f"{fig['moves']:,} moves in {seconds(fig['wall_seconds'])} ({rate(fig['moves_per_s'], 'moves')}); "
+                  f"{len(report['forfeits'])} forfeits, each with its reason in {args.out} and "
+                  f"{arena.save_dir / 'arena.log'}; matches in {arena.save_dir / 'matches'}")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+
+
 def _add_options(p, top: bool) -> None:
     """The options, on the top-level parser (with defaults) and on each subcommand
     (without: a value given after the subcommand overrides one given before it, and an
@@ -124,14 +175,23 @@ def _add_options(p, top: bool) -> None:
     p.add_argument("--games", type=positive_int, default=d(None),
                    help="train: evaluation tables per policy (default 1000); simulate: matches (default 4096)")
     p.add_argument("--seed", type=int, default=d(None),
-                   help=f"train: evaluation seed (default {REPORT_SEED}; seeds used to tune are refused); "
+                   help=f"train, arena: evaluation seed (default {REPORT_SEED}; seeds used to tune are refused); "
                         f"simulate: match seed (default 0)")
     p.add_argument("--no-wandb", action="store_true", default=d(False), help="train: no W&B logging")
     p.add_argument("--host-devices", type=positive_int, default=d(None),
                    help="train: on a CPU, XLA devices for the data-parallel step (default: one per core)")
     p.add_argument("--players", type=int, default=d(4), choices=range(2, 7), metavar="{2..6}",
-                   help="simulate: players per match")
-    p.add_argument("--out", default=d(None), help="simulate: also write the figures as JSON here")
+                   help="simulate, arena: players per match")
+    p.add_argument("--out", default=d(None), help="simulate: also write the figures as JSON here; arena: the "
+                   "results (default arena/results.json; matches and logs go to the same path without .json)")
+    p.add_argument("--bot", action="append", default=d([]), metavar="NAME=COMMAND",
+                   help="arena: a program speaking docs/bot-protocol.md on stdin/stdout")
+    p.add_argument("--policy", action="append", default=d([]), metavar="[NAME=]SPEC",
+                   help="arena: one of our policies (registered name, run or export directory, module:function)")
+    p.add_argument("--matches", type=positive_int, default=d(100), help="arena: matches to play (default 100)")
+    p.add_argument("--move-timeout", type=_positive_seconds, default=d(30.0), metavar="SECONDS",
+                   help="arena: a bot's time per decision; past it the decision forfeits (default 30)")
+    p.add_argument("--concurrency", type=positive_int, default=d(8), help="arena: matches played at once (default 8)")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -140,7 +200,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     _add_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, text in (("train", "short CPU training run plus its evaluation (the default job)"),
-                       ("simulate", "batched random self-play with its figures")):
+                       ("simulate", "batched random self-play with its figures"),
+                       ("arena", "matches between bot programs and our policies")):
         _add_options(sub.add_parser(name, help=text), top=False)
     args = parser.parse_args(argv)
     args.command = args.command or "train"
@@ -149,6 +210,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         args.seed = 0 if args.seed is None else args.seed
         return args
     args.games = 1000 if args.games is None else args.games
+    args.out = args.out or ("arena/results.json" if args.command == "arena" else None)
     try:
         args.seed = report_seed(str(REPORT_SEED if args.seed is None else args.seed))
     except argparse.ArgumentTypeError as err:
@@ -160,6 +222,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.command == "simulate":
         _simulate(args)
+    elif args.command == "arena":
+        _arena(args)
     else:
         _train_and_evaluate(args)
 

@@ -1,0 +1,173 @@
+"""Gymnasium single-seat wrapper: ``coupjax.gymnasium.env(num_players=4, seat=0, opponents=[...])``.
+
+The agent plays one seat; the other seats are played by our policies (any policy specs,
+`coupjax.policies.resolve_policy`: one per other seat in seat order, or one for all).
+Each ``step(action)`` applies the agent's action and then the opponents' decisions, all
+in one compiled loop, until the agent must decide again (its turn, or a reaction,
+block answer, card loss or exchange choice) or the match ends; an agent knocked out
+watches the match to its end in that same call, so every episode is a whole match.
+
+Observation: the seat's float32 view (`coupjax.game.views.observe`); the legal actions
+are in ``info["action_mask"]`` (int8; all ones once the match is over, as in the
+engine).  An action outside the mask forfeits as the rules say (the seat is
+eliminated).  Reward: the engine's, at the end only (+1 for first place, -1/(n-1)
+otherwise); at the end ``info["placements"]`` (`coupjax.game.board.placements`).
+
+A match is the one ``Match(num_players, seed=env.match_seed)`` plays with the actions
+``env.actions`` (seat, action id), opponents' included.  ``render_mode="ansi"`` shows the
+table from the agent's seat.  Importing this module registers ``gymnasium.make(ENV_ID,
+num_players=4, seat=0, opponents=[...])``.  Needs the ``gymnasium`` extra:
+``pip install -e ".[gymnasium]"``.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+try:
+    import gymnasium as gym
+    from gymnasium import spaces
+except ImportError as err:  # pragma: no cover - depends on the install
+    raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install -e \".[gymnasium]\" ({err})") from None
+
+from coupjax import rules as R
+from coupjax.arena import MAX_STEPS
+from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
+from coupjax.game import board
+from coupjax.match import compiled
+from coupjax.policies.spec import resolve_policy
+
+
+def _opponent_specs(opponents, num_players: int, seat: int) -> tuple:
+    specs = [opponents] if isinstance(opponents, str) or callable(opponents) else list(opponents)
+    if len(specs) == 1:
+        specs = specs * (num_players - 1)
+    if len(specs) != num_players - 1:
+        raise ValueError(f"opponents: one policy spec for every other seat ({num_players - 1}), or one for all; "
+                         f"got {len(specs)}")
+    return tuple(specs)
+
+
+@functools.lru_cache(maxsize=32)
+def _functions(num_players: int, seat: int, specs: tuple):
+    """(start, advance) compiled once per table size, seat and opponents."""
+    env = compiled(num_players)[0]
+    distinct = list(dict.fromkeys(specs))
+    policies = [resolve_policy(spec, env) for spec in distinct]
+    others = [s for s in range(num_players) if s != seat]
+    index = np.zeros(num_players, np.int32)
+    index[others] = [distinct.index(spec) for spec in specs]
+    index = jnp.asarray(index)
+
+    def record(carry, action):
+        s, t, acts, seats, deal_key = carry
+        new = env.step(s, action, jax.random.fold_in(deal_key, t + 1))
+        return new, t + 1, acts.at[t].set(action), seats.at[t].set(s.current_player), deal_key
+
+    def opponents_until_our_turn(carry, pol_key):
+        def waiting(c):
+            s, t = c[0], c[1]
+            return ~s.terminated & (s.current_player != seat) & (t < MAX_STEPS)
+
+        def move(c):
+            s, t = c[0], c[1]
+            k_pol, k_act = jax.random.split(jax.random.fold_in(pol_key, t))
+            logits = jax.lax.switch(index[s.current_player], policies, k_pol, s)
+            return record(c, jax.random.categorical(k_act, logits).astype(jnp.int32))
+
+        s, t, acts, seats, _ = carry = jax.lax.while_loop(waiting, move, carry)
+        out = (env.observe(s, seat), s.legal_action_mask, s.terminated, s.rewards[seat], board.placements(s), t)
+        return carry, out
+
+    def start(deal_key, pol_key):
+        state = env.init(jax.random.fold_in(deal_key, 0))
+        buf = jnp.full(MAX_STEPS, -1, jnp.int32)
+        return opponents_until_our_turn((state, jnp.int32(0), buf, buf, deal_key), pol_key)
+
+    def advance(carry, action, pol_key):
+        return opponents_until_our_turn(record(carry, action), pol_key)
+
+    return jax.jit(start), jax.jit(advance)
+
+
+class CoupSeatEnv(gym.Env):
+    """One seat of a Coup table against our policies (module doc)."""
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, num_players: int = 4, seat: int = 0, opponents=("random",), render_mode: str | None = None):
+        n = R.check_num_players(num_players)
+        if not (isinstance(seat, (int, np.integer)) and 0 <= seat < n):
+            raise ValueError(f"seat must be 0..{n - 1}, got {seat!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.num_players, self.seat, self.render_mode = n, int(seat), render_mode
+        self.opponents = _opponent_specs(opponents, n, self.seat)
+        env = compiled(n)[0]
+        self.num_actions = env.num_actions
+        self.observation_space = spaces.Box(0.0, OBSERVATION_HIGH, env.observation_shape, np.float32)
+        self.action_space = spaces.Discrete(self.num_actions)
+        self._start, self._advance = _functions(n, self.seat, self.opponents)
+        self._carry = None
+        self.match_seed: int | None = None
+
+    def _out(self, out):
+        obs, mask, terminated, reward, placements, t = jax.device_get(out)
+        self._terminated, self._obs = bool(terminated), np.asarray(obs, np.float32)
+        info = {"action_mask": np.asarray(mask, np.int8)}
+        if self._terminated:
+            self.placements = [int(s) for s in placements]
+            info["placements"] = list(self.placements)
+        return np.array(self._obs), float(reward) if self._terminated else 0.0, self._terminated, info
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        deal_seed, pol_seed = (int(x) for x in self.np_random.integers(0, 2**31 - 1, size=2))
+        self.match_seed, self.placements = deal_seed, None
+        self._pol_key = jax.random.PRNGKey(pol_seed)
+        self._carry, out = self._start(jax.random.PRNGKey(deal_seed), self._pol_key)
+        obs, _, _, info = self._out(out)
+        return obs, info
+
+    def step(self, action):
+        if self._carry is None:
+            raise RuntimeError("call reset() before step()")
+        if self._terminated:
+            raise RuntimeError("the match is over: call reset()")
+        a = int(action)
+        if not 0 <= a < self.num_actions:
+            raise ValueError(f"action {a} is outside 0..{self.num_actions - 1}")
+        self._carry, out = self._advance(self._carry, np.int32(a), self._pol_key)
+        obs, reward, terminated, info = self._out(out)
+        return obs, reward, terminated, False, info
+
+    @property
+    def actions(self) -> list[tuple[int, int]]:
+        """(seat, action id) of every decision of the match so far, opponents' included."""
+        if self._carry is None:
+            return []
+        _, t, acts, seats, _ = jax.device_get(self._carry)
+        return [(int(s), int(a)) for s, a in zip(seats[:t], acts[:t])]
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without render_mode; use coupjax.gymnasium.env(render_mode='ansi')")
+            return None
+        if self._carry is None:
+            return "(not started: call reset())"
+        obs = readable(self._obs, self.seat, self.num_players)
+        text = table_text(obs, None if self._terminated else self.seat, own_cards=True)
+        return text + (f"\nover: placements {self.placements}" if self._terminated else "")
+
+
+ENV_ID = "coupjax/Coup-v1"
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point=f"{__name__}:CoupSeatEnv")
+
+
+def env(num_players: int = 4, seat: int = 0, opponents=("random",), render_mode: str | None = None) -> CoupSeatEnv:
+    """The single-seat environment (module doc)."""
+    return CoupSeatEnv(num_players, seat, opponents, render_mode)

@@ -1,0 +1,159 @@
+"""The PettingZoo AEC adapter and the Gymnasium single-seat wrapper: each passes its
+library's own checker, and random games through each (illegal actions included) end
+with the placements the engine gives when `Match` replays the same actions."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from coupjax import rules as R
+from coupjax.match import Match
+
+pettingzoo_test = pytest.importorskip("pettingzoo.test")
+gym = pytest.importorskip("gymnasium")
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+from coupjax import gymnasium as cg  # noqa: E402
+from coupjax import pettingzoo as cp  # noqa: E402
+
+# What api_test says of every env whose observation is the {"observation", "action_mask"}
+# dict PettingZoo asks for, unless the env is one of its own classic games (by name).
+DICT_OBSERVATION_NOTES = ("Observation is not a NumPy array",
+                          "Observation space for each agent probably should be gymnasium.spaces.box")
+
+
+def replay(num_players: int, match_seed: int, actions) -> Match:
+    """The engine's own match: `Match` with the adapter's seed, playing the same actions by name."""
+    m = Match(num_players, seed=match_seed)
+    for seat, a in actions:
+        assert m.current_player == seat
+        m.play(R.action_name(a, seat, num_players))
+    return m
+
+
+def pick(rng, mask, illegal_rate):
+    legal = np.flatnonzero(mask)
+    if rng.random() < illegal_rate:
+        return int(rng.choice(np.flatnonzero(~mask.astype(bool))))
+    return int(rng.choice(legal))
+
+
+# ------------------------------------------------------------------ PettingZoo
+def test_pettingzoo_api_test_passes_without_other_warnings():
+    env = cp.env(num_players=4, render_mode="ansi")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pettingzoo_test.api_test(env, num_cycles=400)
+    other = [m for m in {str(w.message) for w in caught} if not m.startswith(DICT_OBSERVATION_NOTES)]
+    assert not other, other
+    env.reset(seed=1)
+    text = env.render()
+    assert "player_0 to move" in text and text.count("coins") == 4
+
+
+@pytest.mark.parametrize("num_players", [4, pytest.param(3, marks=pytest.mark.slow)])
+def test_pettingzoo_games_end_as_the_engine_says(num_players):
+    """100 random games at 4 players (30 at 3), 2% of the moves illegal (forfeits): each
+    agent's total reward is the engine's reward of its seat, the agents leave when
+    eliminated, and the placements are those of the replayed match."""
+    env = cp.env(num_players=num_players)
+    rng = np.random.default_rng(0)
+    games, forfeits = (100 if num_players == 4 else 30), 0
+    for g in range(games):
+        env.reset(seed=g)
+        totals = dict.fromkeys(env.possible_agents, 0.0)
+        for agent in env.agent_iter():
+            obs, reward, terminated, truncated, info = env.last()
+            totals[agent] += reward
+            if terminated or truncated:
+                env.step(None)
+                continue
+            assert obs["action_mask"].any() and env.unwrapped.agent_name_mapping[agent] == int(agent.split("_")[1])
+            env.step(pick(rng, obs["action_mask"], 0.02))
+        raw = env.unwrapped
+        m = replay(num_players, raw.match_seed, raw.actions)
+        assert m.done and raw.placements == m.placements() == info["placements"]
+        forfeits += sum(e["forfeit"] for e in m.events)
+        engine = np.asarray(m.state.rewards)
+        for agent, total in totals.items():
+            seat = raw.agent_name_mapping[agent]
+            assert total == pytest.approx(float(engine[seat])), (g, agent)
+        assert totals[f"player_{m.placements()[0]}"] == pytest.approx(1.0)
+    assert forfeits > 0
+
+
+def test_pettingzoo_same_seed_same_match():
+    env = cp.env()
+    a = []
+    for _ in range(2):
+        env.reset(seed=5)
+        for agent in env.agent_iter(20):
+            obs, *_ = env.last()
+            env.step(int(np.flatnonzero(obs["action_mask"])[0]) if obs["action_mask"].any() else None)
+        a.append((env.unwrapped.match_seed, list(env.unwrapped.actions)))
+    assert a[0] == a[1]
+
+
+# ------------------------------------------------------------------ Gymnasium
+SEAT, OPPONENTS = 1, ("random", "honest", "random")  # one compiled loop for the tests below
+
+
+def test_gymnasium_check_env_passes_without_warnings():
+    env = gym.make(cg.ENV_ID, num_players=4, seat=SEAT, opponents=list(OPPONENTS))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped)  # with its spec: render modes and close checked too
+    assert not [str(w.message) for w in caught]
+
+
+def test_gymnasium_games_end_as_the_engine_says():
+    """100 random episodes, 3% illegal actions: every episode is a whole match, the
+    reward is the engine's reward of the seat, the placements are those of the replayed
+    match, and an illegal action eliminates the seat (a forfeit)."""
+    seat = SEAT
+    env = cg.env(num_players=4, seat=seat, opponents=list(OPPONENTS))
+    rng = np.random.default_rng(seat)
+    forfeits = 0
+    for g in range(100):
+        obs, info = env.reset(seed=100 + g)
+        assert env.observation_space.contains(obs)
+        terminated, steps = False, 0
+        while not terminated:
+            mask = info["action_mask"]
+            a = pick(rng, mask, 0.03)
+            obs, reward, terminated, truncated, info = env.step(a)
+            assert not truncated and env.observation_space.contains(obs)
+            steps += 1
+            if not mask[a]:  # a forfeit: the seat is out, the match was played to its end
+                assert terminated and reward < 0
+                forfeits += 1
+        m = replay(4, env.match_seed, env.actions)
+        assert m.done and env.placements == m.placements() == info["placements"]
+        assert reward == pytest.approx(float(np.asarray(m.state.rewards)[seat]))
+        assert steps == sum(s == seat for s, _ in env.actions)
+    assert forfeits > 0
+
+
+def test_gymnasium_opponents_render_and_errors():
+    assert cg.env(num_players=3, seat=2, opponents="honest").opponents == ("honest", "honest")
+    env = cg.env(num_players=4, seat=SEAT, opponents=list(OPPONENTS), render_mode="ansi")
+    assert env.render().startswith("(not started")
+    env.reset(seed=0)
+    assert f"seat {SEAT} to move" in env.render() and f"seat {SEAT} holds" in env.render()
+    with pytest.raises(ValueError, match="one policy spec for every other seat"):
+        cg.env(num_players=4, opponents=["random", "honest"])
+    with pytest.raises(ValueError, match="seat must be"):
+        cg.env(num_players=4, seat=4)
+    with pytest.raises(ValueError, match="outside"):
+        env.step(10_000)
+
+
+def test_import_coupjax_needs_neither_library():
+    code = ("import sys, coupjax, coupjax.botarena, coupjax.cli; "
+            "bad = [m for m in ('pettingzoo', 'gymnasium') if m in sys.modules]; assert not bad, bad")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
