@@ -15,6 +15,7 @@ the matches it played, placements from `coupjax.game.board.placements`.
 from __future__ import annotations
 
 import asyncio
+import os
 import dataclasses
 import re
 import shutil
@@ -31,7 +32,7 @@ from coupjax.botarena import protocol as proto
 from coupjax.botarena.process import BotProcess, split_command
 from coupjax.env import Env
 from coupjax.events import event_to_dict, last_event
-from coupjax.match import Match, compiled
+from coupjax.match import Match
 from coupjax.policies.spec import PolicySpecError, resolve_policy
 
 DEFAULT_MOVE_TIMEOUT = 30.0
@@ -156,12 +157,15 @@ class Arena:
         self._log = None
 
     def warm_up(self) -> None:
-        """Compile the engine, the observation parser and every policy once, before any clock runs."""
+        """Compile everything a match runs once, before any clock runs: every policy, and
+        the engine's paths (one match played to its end and saved, nowhere)."""
         n = self.num_players
-        state = compiled(n)[1](jax.random.PRNGKey(0))
-        proto.readable(state.observation, 0, n)
-        for seat in self.seats.values():
-            int(seat.choose(jax.random.PRNGKey(0), 0, state))
+        m, _, key, look = self._new_match(0, 0, set(range(n)))
+        for entrant in self.seats:
+            self._choose(m, entrant, key, 0)
+        while "placements" not in look:
+            look = self._play(m, look["legal"][0], set(range(n)))[2]
+        m.save(os.devnull)
 
     async def _call(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._jax, fn, *args)
@@ -329,5 +333,5 @@ def results_table(report: dict, title: str | None = None):
     for name, row in rows:
         forfeits = ", ".join(f"{k} {v}" for k, v in row["forfeits"].items() if v) or "-"
         table.add_row(name, report["entrants"][name]["kind"], str(row["matches"]), f"{row['win_rate']:.3f}",
-                      f"[{row['ci95_low']:.3f}, {row['ci95_high']:.3f}]", f"{row['mean_placement']:.2f}", forfeits)
+                      f"{row['ci95_low']:.3f}-{row['ci95_high']:.3f}", f"{row['mean_placement']:.2f}", forfeits)
     return table
