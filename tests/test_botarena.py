@@ -26,9 +26,9 @@ from coupjax.match import Match
 ROOT = Path(__file__).resolve().parents[1]
 PY = shutil.which("python") or sys.executable
 BAD = ROOT / "tests" / "bots" / "misbehaving_bot.py"
-# name -> (command, the reason it forfeits with, once in every match it plays)
-MISBEHAVING = {"slow": (f"{PY} {BAD} timeout 2", "timeout"), "crashy": (f"{PY} {BAD} crash 1", "crash"),
-               "junk": (f"{PY} {BAD} garbage 2", "garbage"), "cheat": (f"{PY} {BAD} illegal 1", "illegal")}
+# name -> (command, (the reason it forfeits with, at its Nth decision of a match))
+MISBEHAVING = {"slow": (f"{PY} {BAD} timeout 2", ("timeout", 2)), "crashy": (f"{PY} {BAD} crash 1", ("crash", 1)),
+               "junk": (f"{PY} {BAD} garbage 2", ("garbage", 2)), "cheat": (f"{PY} {BAD} illegal 1", ("illegal", 1))}
 
 
 def good_bots() -> dict:
@@ -195,14 +195,17 @@ def test_arena_command_mistakes_are_one_line(capsys, argv, says):
 def check_tournament(report: dict, out_dir: Path, num_matches: int, misbehaving: dict,
                      stderr_says: str | None = "misbehaving") -> None:
     """No match lost, every forfeit logged with its reason (in the report, the arena's log
-    and the saved match), the right reasons for the right bots, and results that are
-    the arena's one definition of winning over the saved matches."""
+    and the saved match), the right reasons for the right bots (``misbehaving``: name ->
+    (reason, N): it forfeits at its Nth decision of every match that gets that far,
+    nowhere else), and results that are the arena's one definition of winning over the
+    saved matches."""
     assert report["matches"] == num_matches == len(report["match_list"])
     files = sorted((out_dir / "matches").glob("match-*.jsonl"))
     assert len(files) == num_matches
     log = (out_dir / "arena.log").read_text().splitlines()
     assert len(log) == len(report["forfeits"])
     places = {name: [] for name in report["entrants"]}
+    expected = {name: 0 for name in report["entrants"]}
     forfeits_by_match = {}
     for f in report["forfeits"]:
         forfeits_by_match.setdefault(f["match"], []).append(f)
@@ -213,23 +216,31 @@ def check_tournament(report: dict, out_dir: Path, num_matches: int, misbehaving:
         replay = Match.load(row["file"])  # exact replay of the saved match
         assert replay.done and replay.placements() == row["placements"]
         events = replay.events
-        logged = {(f["step"], f["seat"]) for f in forfeits_by_match.get(row["match"], [])}
-        assert {(e["step"], e["seat"]) for e in events if e["forfeit"]} == logged
+        logged = {(f["step"], f["seat"]): f for f in forfeits_by_match.get(row["match"], [])}
+        assert {(e["step"], e["seat"]) for e in events if e["forfeit"]} == set(logged)
+        for (step, seat), f in logged.items():  # an illegal name is played as sent, else a never-legal one
+            assert events[step]["action"] == (f["sent"] if f["reason"] == "illegal" else f"coup:{seat}")
         for seat, name in enumerate(row["seats"]):
             places[name].append(row["placements"].index(seat) + 1)
             kind = report["entrants"][name]["kind"]
             log_file = out_dir / "logs" / f"match-{row['match']:04d}-seat{seat}-{name}.stderr.log"
             assert log_file.exists() == (kind == "bot")
-            if name in misbehaving and stderr_says:
-                assert stderr_says in log_file.read_text()
+            if name in misbehaving:
+                reason, nth = misbehaving[name]
+                mine = [e for e in events if e["seat"] == seat]
+                if len(mine) >= nth:
+                    assert logged[(mine[nth - 1]["step"], seat)]["reason"] == reason
+                    expected[name] += 1
+                    assert not stderr_says or stderr_says in log_file.read_text()
     for name, row in report["results"].items():
         p = np.asarray(places[name])
         expect = summarize(p == 1, p)
         assert row["matches"] == expect["games"] == len(p)
         for k in ("wins", "win_rate", "ci95_low", "ci95_high", "mean_placement"):
             assert row[k] == expect[k], (name, k)
-        reason = misbehaving.get(name)
-        assert row["forfeits"] == {r: (len(p) if r == reason else 0) for r in protocol.REASONS}, (name, row)
+        reason = misbehaving.get(name, (None,))[0]
+        assert row["forfeits"] == {r: (expected[name] if r == reason else 0) for r in protocol.REASONS}, (name, row)
+        assert expected[name] >= len(p) // 2 if reason else expected[name] == 0
     assert sum(r["wins"] for r in report["results"].values()) == num_matches
 
 
@@ -251,6 +262,26 @@ def test_quick_tournament_through_the_command(tmp_path, export_dir, capsys):
     assert set(report["results"]) == {"belief_ev", "tiny", *good_bots(), *MISBEHAVING}
 
 
+def test_a_bot_process_reports_each_mistake(tmp_path):
+    """Over-long lines are garbage, a closed stdout is a crash, silence is a timeout, and
+    the bot's stderr lands in its log."""
+    import asyncio
+
+    async def ask(code, timeout=5.0):
+        bot = process.BotProcess("b", f"{PY} -c '{code}'", tmp_path / "b.log")
+        await bot.start(protocol.hello("b", 0), 5.0)
+        got = await bot.decide({"type": "decide"}, timeout)
+        await bot.finish(None)
+        return bot.broken, got[1]
+
+    hello = "import sys, json; print(json.dumps({\"type\": \"hello\", \"protocol\": 1}), flush=True); "
+    assert asyncio.run(ask(hello + "sys.stdin.readline(); sys.stdin.readline(); print(\"x\" * 70000, flush=True)")) \
+        == (None, "garbage")
+    assert asyncio.run(ask(hello + "sys.stderr.write(\"bye\"); sys.exit(1)")) == (None, "crash")
+    assert (tmp_path / "b.log").read_text() == "bye"
+    assert asyncio.run(ask(hello + "import time; time.sleep(60)", timeout=0.3)) == (None, "timeout")
+
+
 def test_handshake_failures_forfeit_every_decision(tmp_path, monkeypatch):
     """A bot of another protocol version, or one that never answers the hello, is never
     spoken to again: each of its decisions forfeits with that reason."""
@@ -260,7 +291,7 @@ def test_handshake_failures_forfeit_every_decision(tmp_path, monkeypatch):
     arena = Arena(entrants, 4, move_timeout=0.5, save_dir=tmp_path / "a", seed=3)
     report = arena.play(4)
     arena.close()
-    check_tournament(report, tmp_path / "a", 4, {"old": "version", "mute": "timeout"}, stderr_says=None)
+    check_tournament(report, tmp_path / "a", 4, {"old": ("version", 1), "mute": ("timeout", 1)}, stderr_says=None)
     for row in report["match_list"]:  # both bots forfeit their first decision: the last two places
         assert {row["seats"][s] for s in row["placements"][2:]} == {"old", "mute"}
 

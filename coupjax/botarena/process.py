@@ -82,7 +82,6 @@ class BotProcess:
         """
         if not self.alive:
             return "the process is not running", "crash"
-        t0 = time.perf_counter()
         self.send(message)
         try:
             async with asyncio.timeout(timeout):
@@ -94,15 +93,18 @@ class BotProcess:
             return "its stdin closed", "crash"
         except (ValueError, asyncio.LimitOverrunError):
             return f"a line over {proto.MAX_LINE} bytes", "garbage"
-        finally:
-            self.seconds += time.perf_counter() - t0
         if not line:
             return "closed its stdout", "crash"
         return line, None
 
     async def decide(self, message: dict, timeout: float) -> tuple[bytes | str | None, str | None]:
-        self.decisions += 1
-        return await self.request(message, timeout)
+        """`request` for a decision, counted and timed (``decisions``, ``seconds``)."""
+        t0 = time.perf_counter()
+        try:
+            return await self.request(message, timeout)
+        finally:
+            self.decisions += 1
+            self.seconds += time.perf_counter() - t0
 
     async def finish(self, message: dict | None) -> None:
         """Send ``end`` (if given), close stdin, let the bot exit, then stop what is left."""
