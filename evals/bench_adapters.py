@@ -23,7 +23,6 @@ Batched throughput (thousands of games per call) is `evals.bench_engine`'s.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
