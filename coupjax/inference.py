@@ -48,14 +48,15 @@ def observation_scale(num_players: int) -> np.ndarray:
     One-hot blocks (own hand, phase, main action, actor, target, claim, blocker, block
     role) and the alive flag keep scale 1.  Counts are brought to about [0, 1]: drawn
     cards / 2, coins / 10, hidden cards / 2, revealed cards per role / 2, claims and
-    blocks per role / 3, challenges won and lost / 3, hand renewals / 5, turns / 50.
+    blocks per role / 3, challenges won and lost / 3, hand renewals / 5, turns / 50;
+    the disproven flags (0/1) keep scale 1.
     """
     lay = observation_layout(num_players)
     scale = np.ones(lay["size"][0], np.float32)
     start, _ = lay["drawn"]
     scale[start:start + R.NUM_ROLES] = 0.5
     per_seat = {"coins": 0.1, "hidden": 0.5, "alive": 1.0, "revealed": 0.5, "claims": 1 / 3, "blocks": 1 / 3,
-                "challenges_won": 1 / 3, "challenges_lost": 1 / 3, "renewals": 0.2}
+                "challenges_won": 1 / 3, "challenges_lost": 1 / 3, "renewals": 0.2, "disproven": 1.0}
     seat_scale = np.concatenate([np.full(size, per_seat[name], np.float32) for name, size in SEAT_FEATURES])
     start, shape = lay["seats"]
     scale[start:start + int(np.prod(shape))] = np.tile(seat_scale, num_players)

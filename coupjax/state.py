@@ -80,4 +80,7 @@ class State:
     _challenges_won: jnp.ndarray  # int32 [n]  challenges won (as challenger or as challenged)
     _challenges_lost: jnp.ndarray  # int32 [n]
     _renewals: jnp.ndarray  # int32 [n]  hand renewals (a redraw after a proven claim, or an exchange)
+    # A caught bluff (action or block) proves the claimant held no card of the role; the
+    # fact holds until its hand is renewed (losing a card keeps it).
+    _disproven: jnp.ndarray  # bool [n, 5]  roles proven absent from the seat's hand since its last renewal
     _event: Event  # the latest step's event

@@ -31,7 +31,8 @@ class ObsView:
     ``drawn`` i32[5] the observer's own exchange draw.  Per relative seat [n]:
     ``coins``, ``hidden``, ``alive`` (bool), ``challenges_won``, ``challenges_lost``,
     ``renewals``; per seat and role [n, 5]: ``revealed``, ``claims`` and ``blocks``
-    (since the seat's hand was last renewed).  The decision: ``phase``,
+    (since the seat's hand was last renewed), ``disproven`` (bool: a caught bluff
+    proved the seat holds no card of the role since its hand was last renewed).  The decision: ``phase``,
     ``main_action``, ``actor``, ``target``, ``claim``, ``blocker``, ``block_role``,
     ``turn``.  Derived: ``visible`` i32[5] copies the observer can see (every revealed
     card, its own hand and draw); ``unseen`` = max(0, 3 - visible); ``num_unseen`` =
@@ -52,6 +53,7 @@ class ObsView:
     challenges_won: jnp.ndarray
     challenges_lost: jnp.ndarray
     renewals: jnp.ndarray
+    disproven: jnp.ndarray
     phase: jnp.ndarray
     main_action: jnp.ndarray
     actor: jnp.ndarray
@@ -114,7 +116,7 @@ def parse(obs, num_players: int) -> ObsView:
         coins=per_seat["coins"], hidden=per_seat["hidden"], alive=per_seat["alive"] > 0,
         revealed=per_seat["revealed"], claims=per_seat["claims"], blocks=per_seat["blocks"],
         challenges_won=per_seat["challenges_won"], challenges_lost=per_seat["challenges_lost"],
-        renewals=per_seat["renewals"],
+        renewals=per_seat["renewals"], disproven=per_seat["disproven"] > 0,
         phase=phase, main_action=_index(part("main_action")), actor=actor, target=_index(part("target")),
         claim=_index(part("claim")), blocker=_index(part("blocker")), block_role=_index(part("block_role")),
         turn=ints(part("turn"))[0],

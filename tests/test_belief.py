@@ -12,7 +12,7 @@ import pytest
 
 from coupjax.beliefs import coupvisor as B
 from coupjax.game import deal as POS
-from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
 from coupjax.view import parse
 from coupjax.match import Match, compiled
 
@@ -49,7 +49,7 @@ def _seat_index(n, rel, field, role=0):
     start = 0
     for name, size in SEAT_FEATURES:
         if name == field:
-            return observation_layout(n)["seats"][0] + 21 * rel + start + role
+            return observation_layout(n)["seats"][0] + NUM_SEAT_FEATURES * rel + start + role
         start += size
     raise KeyError(field)
 

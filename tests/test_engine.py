@@ -74,7 +74,13 @@ def _invariants(env, s):
     ok_turn = s._turn <= R.TURN_CAP
     ok_rewards = jnp.where(s.terminated, jnp.isclose(s.rewards.sum(), 0.0, atol=1e-5), jnp.all(s.rewards == 0))
     ok_hidden = jnp.all(((s._hands >= 0).sum(1) + (s._revealed >= 0).sum(1)) == 2)
-    return jnp.stack([ok_cards, ok_coins, ok_mask, ok_turn, ok_rewards, ok_hidden])
+    # a proven-absent role is true of the hand; a caught bluff costs a card, so such a seat
+    # holds one card, except while it chooses that loss
+    hidden = (s._hands >= 0).sum(1)
+    held = jnp.any((s._hands[:, :, None] == jnp.arange(R.NUM_ROLES)) & s._disproven[:, None, :])
+    choosing = (s._phase == R.PH_LOSE) & (jnp.arange(hidden.shape[0]) == s.current_player)
+    ok_disproven = ~held & jnp.all(~s._disproven.any(1) | (hidden <= 1) | choosing)
+    return jnp.stack([ok_cards, ok_coins, ok_mask, ok_turn, ok_rewards, ok_hidden, ok_disproven])
 
 
 def run_property_games(num_players, num_games, seed=0, max_steps=4000):
@@ -112,7 +118,7 @@ def test_invariants_over_random_games(num_players):
     games = PROPERTY_GAMES if num_players == 4 else 512
     env, s, ok, steps, returns = run_property_games(num_players, games, seed=num_players)
     names = ["cards conserved", "coins >= 0", "legal mask non-empty", "turn <= cap", "rewards sum to 0",
-             "2 cards per seat"]
+             "2 cards per seat", "proven-absent roles absent (one card left)"]
     assert ok.all(), [nm for nm, good in zip(names, ok) if not good]
     assert s.terminated.all(), "every game is over by the cap"
     assert (s._turn <= R.TURN_CAP).all()

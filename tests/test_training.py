@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from coupjax import Env
+from coupjax.game.views import NUM_SEAT_FEATURES
 from coupjax.inference import load_policy, mlp_apply
 from training import checkpoint as C
 from training.buffer import make_replay_buffer
@@ -138,11 +139,11 @@ def test_rewards_by_hand():
     obs0 = np.zeros(env.observation_shape, np.float32)
     obs1 = obs0.copy()
     for k in range(4):
-        obs0[start + 21 * k + 2] = 1.0  # all alive
-        obs1[start + 21 * k + 2] = 1.0
+        obs0[start + NUM_SEAT_FEATURES * k + 2] = 1.0  # all alive
+        obs1[start + NUM_SEAT_FEATURES * k + 2] = 1.0
     obs0[start] = 2.0
     obs1[start] = 5.0  # +3 coins
-    obs1[start + 21 * 2 + 2] = 0.0  # one opponent eliminated
+    obs1[start + NUM_SEAT_FEATURES * 2 + 2] = 0.0  # one opponent eliminated
     x = RewardInputs(obs=jnp.asarray(obs0), next_obs=jnp.asarray(obs1), done=jnp.array(False), won=jnp.array(False),
                      engine_reward=jnp.float32(0))
     assert float(make_reward("shaped", 4)(x)) == 4.0

@@ -42,7 +42,8 @@ def template(num_players: int) -> State:
             _drawn=i32(-1, (2,)), _actor=i32(0), _action=i32(-1), _target=i32(-1), _blocker=i32(-1),
             _block_role=i32(-1), _after_loss=i32(END_TURN_NEXT), _elim_order=i32(-1, (n,)), _num_elim=i32(0),
             _claims=i32(0, (n, R.NUM_ROLES)), _blocks=i32(0, (n, R.NUM_ROLES)), _challenges_won=i32(0, (n,)),
-            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _event=blank_event(n),
+            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _disproven=jnp.zeros((n, R.NUM_ROLES), bool),
+            _event=blank_event(n),
         )
         # any full hands: the legal mask at the start ignores cards; the own-hand part of
         # the observation is filled in by each deal
@@ -131,6 +132,7 @@ def make_position(num_players: int, hands, deck, coins=None, revealed=None, curr
         _hands=hands, _deck=storage, _deck_size=size, _coins=coins, _revealed=revealed,
         _elim_order=elim_order, _num_elim=out.sum().astype(jnp.int32), _turn=jnp.asarray(turn, jnp.int32),
         current_player=player, _actor=player, _shuffled=jnp.asarray(deck_shuffled, bool),
+        _disproven=jnp.zeros((n, R.NUM_ROLES), bool),  # no public record yet
     )
     over = board.is_over(s)
     s = s.replace(terminated=over, rewards=jnp.where(over, board.terminal_rewards(s), 0.0).astype(jnp.float32))

@@ -162,7 +162,9 @@ def truth_check(s: State, do, u):
     """A challenge of the actor's claim (react) or of the block (answer_block).
 
     Returns (state, claimant held the role, claimant).  A proven card goes into the
-    deck, which is reshuffled, and the claimant draws a replacement into that slot.
+    deck, which is reshuffled, and the claimant draws a replacement into that slot
+    (a renewal).  A caught bluff is a public fact: the claimant's hand holds no card
+    of the role (``_disproven``) until the hand is renewed.
     """
     n = _n(s)
     T = tables(n)
@@ -180,8 +182,9 @@ def truth_check(s: State, do, u):
     hands = jnp.where(is_claimant[:, None] & (jnp.arange(2) == slot) & holds, card, s._hands)
     winner = jnp.where(holds, claimant, p)
     loser = jnp.where(holds, p, claimant)
+    caught = is_claimant[:, None] & (jnp.arange(R.NUM_ROLES) == role) & do & ~holds
     s = s.replace(
-        _hands=hands,
+        _hands=hands, _disproven=s._disproven | caught,
         _challenges_won=s._challenges_won + (do & (seats == winner)),
         _challenges_lost=s._challenges_lost + (do & (seats == loser)),
     )
@@ -376,9 +379,11 @@ def draw(s: State, do, u):
 
 
 def renew(s: State, do, seat):
-    """A hand changed unseen: its claim record restarts."""
+    """A hand changed unseen: its claim record restarts and its proven-absent roles are
+    lifted (a seat with one holds a single card, a caught bluff having cost it the
+    other, so a redraw replaces the whole hand; an exchange may draw the role)."""
     row = (jnp.arange(_n(s)) == seat) & do
     return s.replace(
         _claims=jnp.where(row[:, None], 0, s._claims), _blocks=jnp.where(row[:, None], 0, s._blocks),
-        _renewals=s._renewals + row,
+        _renewals=s._renewals + row, _disproven=s._disproven & ~row[:, None],
     )

@@ -17,8 +17,9 @@ from coupjax.state import State
 SEAT_FEATURES = (
     ("coins", 1), ("hidden", 1), ("alive", 1), ("revealed", R.NUM_ROLES), ("claims", R.NUM_ROLES),
     ("blocks", R.NUM_ROLES), ("challenges_won", 1), ("challenges_lost", 1), ("renewals", 1),
+    ("disproven", R.NUM_ROLES),
 )
-NUM_SEAT_FEATURES = sum(size for _, size in SEAT_FEATURES)  # 21
+NUM_SEAT_FEATURES = sum(size for _, size in SEAT_FEATURES)  # 26
 
 
 def observation_layout(num_players: int) -> dict[str, tuple[int, tuple[int, ...]]]:
@@ -29,10 +30,12 @@ def observation_layout(num_players: int) -> dict[str, tuple[int, tuple[int, ...]
 
     own_hand [2, 5]     one-hot role of the observer's hidden card at hand index 0 and 1
     drawn [5]           counts of the 2 cards drawn in the observer's own exchange choice
-    seats [n, 21]       per relative seat: coins, hidden cards, alive, revealed counts per
+    seats [n, 26]       per relative seat: coins, hidden cards, alive, revealed counts per
                         role [5], claims per role since the hand was renewed [5], blocks
                         per role since renewal [5], challenges won, challenges lost,
-                        hand renewals (redraws after a proven claim, exchanges)
+                        hand renewals (redraws after a proven claim, exchanges), and
+                        disproven [5]: 1 where a caught bluff (action or block) proved
+                        the seat holds no card of the role since its hand was renewed
     phase [5]           one-hot rules.PHASES
     main_action [7]     one-hot of the pending main action (rules.MAIN_ACTIONS)
     actor [n]           one-hot relative seat of the turn's actor
@@ -102,7 +105,7 @@ def observe(s: State, seat) -> jax.Array:
     revealed = (s._revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
     seats = jnp.concatenate([
         s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
-        s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None],
+        s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None], s._disproven,
     ], axis=1)[(seat + jnp.arange(n)) % n]  # rows relative to the observer
     claim = jnp.where(s._action >= 0, take(T.claim, jnp.clip(s._action, 0)), -1)
     return jnp.concatenate([
