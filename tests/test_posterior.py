@@ -12,7 +12,7 @@ import pytest
 
 from coupjax.beliefs import posterior as P
 from coupjax.game import deal as POS
-from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
 from coupjax.view import parse
 from coupjax.match import Match, compiled
 
@@ -86,7 +86,8 @@ def observations(name):
 def synthetic_obs(n, own, seats, exchanger=None, drawn=()):
     """An observation vector written directly (other table sizes without compiling the
     engine for them).  ``seats``: per relative seat 1..n-1 a dict with ``hidden`` and
-    optional ``revealed`` / ``claims`` / ``blocks`` (role lists or count lists)."""
+    optional ``revealed`` / ``claims`` / ``blocks`` (role lists) and ``disproven`` (roles
+    a caught bluff proved absent)."""
     lay = observation_layout(n)
     o = np.zeros(lay["size"][0], np.float32)
     base = lay["own_hand"][0]
@@ -96,13 +97,15 @@ def synthetic_obs(n, own, seats, exchanger=None, drawn=()):
         o[lay["drawn"][0] + r] += 1
     rows = [dict(hidden=len(own))] + list(seats)
     for k, row in enumerate(rows):
-        at = lay["seats"][0] + 21 * k
+        at = lay["seats"][0] + NUM_SEAT_FEATURES * k
         o[at + _seat_col("coins").start] = 2
         o[at + _seat_col("hidden").start] = row["hidden"]
         o[at + _seat_col("alive").start] = float(row["hidden"] > 0)
         for field in ("revealed", "claims", "blocks"):
             for r in row.get(field, ()):
                 o[at + _seat_col(field).start + r] += 1
+        for r in row.get("disproven", ()):
+            o[at + _seat_col("disproven").start + r] = 1
     phase = 4 if exchanger is not None else 0
     o[lay["phase"][0] + phase] = 1
     if exchanger is not None:
@@ -127,6 +130,11 @@ SYNTHETIC = [
     (6, synthetic_obs(6, [C, C], [dict(hidden=1, revealed=[D], claims=[D]), dict(hidden=1, revealed=[A]),
                                   dict(hidden=2, claims=[C]), dict(hidden=1, revealed=[M], blocks=[T]),
                                   dict(hidden=1, revealed=[T], claims=[A, A])])),
+    # caught bluffs: a proven-absent role (still in the claim counts) rules hands out
+    (5, synthetic_obs(5, [D, C], [dict(hidden=1, revealed=[A], claims=[D, D], disproven=[D]),
+                                  dict(hidden=1, revealed=[A], blocks=[T, M], disproven=[T, M]),
+                                  dict(hidden=0, revealed=[M, C]),
+                                  dict(hidden=1, revealed=[T], claims=[C, A], disproven=[A])])),
 ]
 
 
@@ -144,7 +152,8 @@ def brute_force(obs, n, q=Q):
     own = get("own_hand")
     seats = get("seats").round().astype(int)
     hidden = seats[:, _seat_col("hidden")][:, 0]
-    revealed, claims, blocks = (seats[:, _seat_col(c)] for c in ("revealed", "claims", "blocks"))
+    revealed, claims, blocks, disproven = (seats[:, _seat_col(c)] for c in ("revealed", "claims", "blocks",
+                                                                            "disproven"))
     visible = revealed.sum(0) + own.sum(0).round().astype(int) + get("drawn").round().astype(int)
     unseen = 3 - visible
     owners = np.array([k for k in range(1, n) for _ in range(hidden[k])], int)
@@ -164,6 +173,7 @@ def brute_force(obs, n, q=Q):
         for r in range(5):
             weight = weight * np.where(has[:, r], q["q_honest_action"], q["q_bluff_action"]) ** claims[k, r]
             weight = weight * np.where(has[:, r], q["q_honest_block"], q["q_bluff_block"]) ** blocks[k, r]
+            weight = weight * ~(has[:, r] & (disproven[k, r] > 0))  # a caught bluff: r is absent
         if cols.shape[1] == 0:
             hand_of[k] = np.zeros(len(deals), int)
         elif cols.shape[1] == 1:
@@ -286,9 +296,9 @@ def test_claim_truth_probability_and_extreme_counts():
     lay = observation_layout(4)
     start = lay["seats"][0]
     o = np.array(obs)
-    o[start + 1 * 21 + _seat_col("claims").start + D] = 150
-    o[start + 2 * 21 + _seat_col("claims").start + D] = 150
-    o[start + 0 * 21 + _seat_col("revealed").start + D] = 1  # own duke + a revealed one: one unseen
+    o[start + 1 * NUM_SEAT_FEATURES + _seat_col("claims").start + D] = 150
+    o[start + 2 * NUM_SEAT_FEATURES + _seat_col("claims").start + D] = 150
+    o[start + 0 * NUM_SEAT_FEATURES + _seat_col("revealed").start + D] = 1  # own duke + a revealed one: one unseen
     out = EXACT(o, 4)
     hp = np.asarray(out["hand_probs"])
     assert np.isfinite(hp).all()

@@ -29,9 +29,11 @@ rule, so it needs probabilities that mean what they say: uncalibrated, CoupVisor
 belief puts a turn-one tax at 0.55 and its advisor challenges 45-60 % of all claims.
 
 A *hard impossibility* (`beliefs.coupvisor.hard_impossible`: all 3 copies of the role are
-revealed or in the observer's own hand / drawn cards) gives p_truth 0 and always a
-challenge; the explanation says "impossible: all 3 dukes are accounted for" instead of
-quoting a probability.
+revealed or in the observer's own hand / drawn cards; or the claimant was caught
+bluffing that role since its hand last changed, observation ``disproven``) gives
+p_truth 0 and always a challenge; the explanation says "impossible: all 3 dukes are
+accounted for" or "seat 2 was caught bluffing duke since its hand last changed"
+instead of quoting a probability.
 
 Threshold: the expected-value rule
 ----------------------------------
@@ -285,11 +287,12 @@ def calibration_features(v: ObsView, claimant, role):
     its last renewal, and how many of those claims were not of ``role``; the observer on
     its last card.
 
-    Why these: a claim proven a bluff is not erased from the claimant's claim counts (only
-    a renewal resets them), so the posterior reads it as evidence FOR the role -- a lost
-    challenge flags that; a claimant spreading claims over many roles is bluffing some of
-    them whatever it holds; and a table that challenges and reveals a lot is a table that
-    bluffs a lot."""
+    Why these: a claimant caught bluffing before is likely to bluff again (the role it
+    was caught on is already ruled out by the beliefs until its hand is renewed; the
+    lost challenges speak of its other claims); a claimant spreading claims over many
+    roles is bluffing some of them whatever it holds; and a table that challenges and
+    reveals a lot is a table that bluffs a lot.  (The map was fitted while a caught
+    bluff still counted as support in the beliefs; it is refitted separately.)"""
     c = jnp.clip(claimant, 0)
     r = jnp.clip(role, 0)
     f = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
@@ -331,7 +334,9 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     Returns the `challenge_context` fields (without ``obs``) plus ``p_truth`` f32 (the
     belief's, through its calibration map unless ``calibrated=False``), ``p_raw``
     (before calibration), ``impossible``
-    bool, the `threshold_parts`, ``challenge`` bool (the recommendation), ``close_call``
+    bool (all copies visible, or ``disproven``), ``disproven`` bool (the claimant was
+    caught bluffing the role since its hand last changed), the `threshold_parts`,
+    ``challenge`` bool (the recommendation), ``close_call``
     bool, and the evidence: ``role_claims``/``role_blocks`` (claimant's claims / blocks
     of the role since renewal), ``claims_total``/``blocks_total``, ``visible`` (copies of
     the role visible to the observer), ``revealed_role`` (of them, revealed),
@@ -346,7 +351,8 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     c, r = jnp.clip(ctx["claimant"], 0), jnp.clip(ctx["role"], 0)
     raw = truth_table(obs, num_players, belief, params)[c, r]
     pt = calibrate(raw, ctx["kind"], calibration_features(v, c, r), params, belief) if calibrated else raw
-    impossible = ctx["decision"] & (v.visible[r] >= R.COPIES_PER_ROLE)
+    disproven = ctx["decision"] & v.disproven[c, r]
+    impossible = (ctx["decision"] & (v.visible[r] >= R.COPIES_PER_ROLE)) | disproven
     pt = jnp.where(impossible, 0.0, pt)
     th = threshold_parts(ctx["context"], ctx["me_hidden"] == 1, ctx["claimant_hidden"] == 1, ctx["threat"],
                          ctx["stake"], params, style)
@@ -354,8 +360,8 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     challenge = ctx["decision"] & (impossible | (pt < theta - band))
     close = ctx["decision"] & ~impossible & (jnp.abs(pt - theta) <= band)
     return dict(
-        ctx, p_truth=pt, p_raw=raw, impossible=impossible, **th, band=jnp.float32(band), challenge=challenge,
-        close_call=close, role_claims=v.claims[c, r], role_blocks=v.blocks[c, r],
+        ctx, p_truth=pt, p_raw=raw, impossible=impossible, disproven=disproven, **th, band=jnp.float32(band),
+        challenge=challenge, close_call=close, role_claims=v.claims[c, r], role_blocks=v.blocks[c, r],
         claims_total=v.claims[c].sum(), blocks_total=v.blocks[c].sum(), visible=v.visible[r],
         revealed_role=v.revealed[:, r].sum(), own_role=v.own_counts[r] + v.drawn[r],
         hidden=v.hidden, deck=v.deck_size, renewals=v.renewals[c],

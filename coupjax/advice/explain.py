@@ -46,6 +46,9 @@ def explain_challenge(advice: dict, num_players: int, belief: str = "exact", sty
                 f"{int(a['blocks_total'])} blocks in all; {int(a['renewals'])} renewals); {vis} of 3 "
                 f"{_plural(role, 3)} visible to you ({rev} revealed, {own} in your hand); hand sizes: {hidden}; "
                 f"deck {int(a['deck'])} cards")
+    if bool(a["disproven"]):
+        return (f"{what}. impossible: {who} was caught bluffing {role} since its hand last changed (a lost "
+                f"challenge proved it held no {role}) -> challenge. ({evidence}.)")
     if bool(a["impossible"]):
         return (f"{what}. impossible: all 3 {_plural(role, 3)} are accounted for ({rev} revealed, {own} in your "
                 f"hand or drawn cards) -> challenge. ({evidence}.)")

@@ -11,7 +11,7 @@ Per-card belief (`coupvisor_belief`), for an opponent seat s and role r::
     remaining[r]   = max(0, 3 - visible[r])      visible: every revealed card, the observer's
                                                  own hidden cards and its drawn exchange cards
     damp[r]        = (remaining[r] / 3) ** 0.7   (0 when nothing remains)
-    score[s, r]    = prior * exp(evidence[s, r]) * damp[r]
+    score[s, r]    = prior * exp(evidence[s, r]) * damp[r]     (0 where r is disproven for s)
     b[s, r]        = score[s, r] / sum_r' score[s, r']   (the distribution of ONE card)
 
 LR_claim is 5.7 for the role an action claims (tax->duke, assassinate->assassin,
@@ -25,6 +25,11 @@ seat's hand was last renewed (the engine zeroes them after a redraw following a 
 claim and after an exchange), so evidence about a hand that no longer exists vanishes
 automatically; the belief of that seat returns to the (deck-damped) prior.
 
+Caught bluffs (an extension of the paper): a claim that a challenge proved false stays
+in the counts until the renewal, where it would read as support; so a role the seat is
+proven not to hold (observation ``disproven``) gets belief 0 and p_truth exactly 0 for
+that seat until its hand is renewed.
+
 Per-hand claim probability (`claim_truth_probability`), Appendix A.4::
 
     p_truth = 0.7 * p_hyper + 0.3 * p_indep
@@ -33,8 +38,8 @@ Per-hand claim probability (`claim_truth_probability`), Appendix A.4::
     p_indep = 1 - (1 - b[s, r]) ** h
 
 "Unseen" cards are the opponents' hidden cards, the deck and another seat's drawn
-exchange cards.  When all 3 copies of r are visible (`hard_impossible`) both terms are
-exactly 0.
+exchange cards.  When all 3 copies of r are visible (`hard_impossible`), or r is
+disproven for the seat, p_truth is exactly 0.
 """
 from __future__ import annotations
 
@@ -82,6 +87,7 @@ def _damp(v: ObsView, params):
 
 def _belief(v: ObsView, params):
     score = params.prior * jnp.exp(_log_evidence(v, params)) * _damp(v, params)[None, :]
+    score = jnp.where(v.disproven, 0.0, score)
     total = score.sum(axis=1, keepdims=True)
     b = jnp.where(total > 0, score / jnp.where(total > 0, total, 1.0), 0.0)
     own = v.own_counts.astype(jnp.float32)
@@ -93,7 +99,8 @@ def _belief(v: ObsView, params):
 def coupvisor_belief(obs, num_players: int, params: CoupVisorParams = CoupVisorParams()):
     """Per-card role belief f32[n, 5] (rows sum to 1).
 
-    Opponent rows: normalised ``prior * exp(capped evidence) * damp`` (module doc).
+    Opponent rows: normalised ``prior * exp(capped evidence) * damp``, 0 for a role
+    the seat is proven not to hold (module doc).
     Row 0 (the observer) is its known hand as a distribution of one of its cards
     (own counts / hidden count).  Seats with no hidden card (eliminated) are all zero.
     """
@@ -114,7 +121,7 @@ def _truth_all(v: ObsView, params):
     p_indep = 1.0 - jnp.power(1.0 - b, h)
     w = params.hyper_weight
     pt = w * p_hyper + (1.0 - w) * p_indep
-    pt = jnp.where(v.unseen[None, :] > 0, pt, 0.0)  # hard impossibility: exactly 0
+    pt = jnp.where((v.unseen[None, :] > 0) & ~v.disproven, pt, 0.0)  # hard impossibility: exactly 0
     own = (v.own_counts > 0).astype(jnp.float32)
     pt = pt.at[0].set(own)
     return jnp.where((v.hidden > 0)[:, None], jnp.clip(pt, 0.0, 1.0), 0.0)
@@ -124,7 +131,8 @@ def claim_truth_probabilities(obs, num_players: int, params: CoupVisorParams = C
     """p_truth f32[n, 5] for every (relative seat, role).
 
     Row 0 is the observer's certain answer (1 if it holds the role, else 0); seats with
-    no hidden card get 0; a role whose 3 copies are all visible gets exactly 0.
+    no hidden card get 0; a role whose 3 copies are all visible, or that the seat is
+    proven not to hold, gets exactly 0.
     """
     return _truth_all(parse(obs, num_players), params)
 

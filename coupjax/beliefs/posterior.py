@@ -14,6 +14,27 @@ Model (all from the observation of the observer; seats relative, row 0 = observe
   ``q_honest`` if the hand holds r, else ``q_bluff`` (separate values for action and
   block claims).  Hands are independent given the counts, so the posterior is
   ``prior(c) * prod_k L_k(c_k)``.
+* Hard facts: a hand is impossible (weight 0) if its size differs from the seat's
+  hidden count, if it uses more copies of a role than are unseen (revealed cards, the
+  observer's own hand and draw), or if it holds a role the seat is proven not to hold
+  (observation ``disproven``: a caught bluff since the seat's hand was last renewed).
+  A caught bluff stays in the claim counts, but the hard fact outweighs any claim.
+
+Facts of the public record this model still ignores (`tests/test_public_facts.py`
+measures how often the hard ones would bind):
+
+(a) a proven claim shows where one copy of its role was; the card goes to the deck and
+    the claimant redraws, but the seats whose hands have not changed since still hold
+    (with what they revealed since) at most 2 - (copies revealed then) of the role.  Dealing the unseen cards uniformly
+    forgets this, and sampled worlds do break it.
+(b) a redraw after a proven claim keeps the claimant's other card, whose facts are
+    dropped with the hand's.  This never binds a proven-absent role: a caught bluff
+    costs the claimant a card, so a seat with one holds a single card, which a redraw
+    replaces.
+(c) an exchange's new hand is drawn from the old hand plus two cards, not uniformly
+    from the unseen cards (the proven-absent roles are lifted: the drawn cards may
+    hold them), and claims made before a renewal bore on the kept cards too; both are
+    evidence, not hard facts.
 
 Hands are multisets indexed by ``HANDS`` (H = 21): 0 = empty, 1..5 = one card of role
 0..4, 6..20 = the 15 pairs in `itertools.combinations_with_replacement` order (so index
@@ -137,8 +158,9 @@ class Worlds(NamedTuple):
 def _seat_log_weights(v: ObsView, params: PosteriorParams):
     """f32[n, H]: log(1/prod c_r! * L(record | hand)), -inf for impossible hands.
 
-    A hand is possible for a seat when its size equals the seat's hidden count and it
-    uses no more copies of a role than are unseen.  Row 0 (the observer) is unused.
+    A hand is possible for a seat when its size equals the seat's hidden count, it
+    uses no more copies of a role than are unseen and it holds no role the seat is
+    proven not to hold.  Row 0 (the observer) is unused.
     """
     has = jnp.asarray(HAND_HAS)  # [H, 5]
     claims = v.claims.astype(jnp.float32)  # [n, 5]
@@ -150,7 +172,8 @@ def _seat_log_weights(v: ObsView, params: PosteriorParams):
     loglik = per_role_h @ has.T + per_role_b @ (1.0 - has).T  # [n, H]
     size_ok = jnp.asarray(HAND_SIZES)[None, :] == v.hidden[:, None]
     count_ok = jnp.all(jnp.asarray(HAND_COUNTS)[None, :, :] <= v.unseen[None, None, :], axis=2)
-    logw = jnp.where(size_ok & count_ok, jnp.asarray(HAND_LOG_MULT)[None, :] + loglik, -jnp.inf)
+    fact_ok = ~jnp.any((jnp.asarray(HAND_COUNTS)[None, :, :] > 0) & v.disproven[:, None, :], axis=2)
+    logw = jnp.where(size_ok & count_ok & fact_ok, jnp.asarray(HAND_LOG_MULT)[None, :] + loglik, -jnp.inf)
     top = jnp.max(logw, axis=1, keepdims=True)  # a constant per seat: keeps magnitudes small
     return logw - jnp.where(jnp.isfinite(top), top, 0.0)
 
