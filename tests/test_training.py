@@ -238,7 +238,9 @@ def test_config_errors_name_the_key(tmp_path):
     bad.write_text("num_envs: 4\nbatchsize: 8\n")
     from training.train import main
 
-    assert main(["--config", str(bad), "--run-dir", str(tmp_path / "r"), "--no-wandb"]) == 2
+    with pytest.raises(SystemExit) as info:
+        main(["--config", str(bad), "--run-dir", str(tmp_path / "r"), "--no-wandb"])
+    assert info.value.code == 2
     assert not (tmp_path / "r").exists()  # stopped before any work
 
 
