@@ -29,6 +29,7 @@ from coupjax.events import last_event
 from coupjax.game import board
 from coupjax.game import deal as P
 from coupjax.match import compiled
+from tests.play import stalling_choice
 from tests.reference_model import DrawMismatch, RefGame
 
 ROLE = R.ROLES
@@ -73,18 +74,6 @@ def engine_draws(ev, i) -> list[str]:
     proven claim, then an exchange's two cards."""
     cards = [int(ev.redraw_role[i])] + [int(c) for c in ev.exchange_drawn[i]]
     return [ROLE[c] for c in cards if c >= 0]
-
-
-def _stalling_choice(rng, legal):
-    """Never adds coins to the table (exchange, steal, pass): games run to the cap."""
-    for pick in ("exchange", "pass"):
-        if pick in legal and rng.random() < 0.6:
-            return pick
-    steals = [a for a in legal if a.startswith("steal:")]
-    if steals and rng.random() < 0.8:
-        return rng.choice(steals)
-    calm = [a for a in legal if not a.startswith(("challenge", "income", "tax", "foreign_aid", "assassinate", "coup"))]
-    return rng.choice(calm or legal)
 
 
 def explicit_position(rng: random.Random, n: int) -> dict:
@@ -169,7 +158,7 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
                 name = rng.choice([x for x in every_name if x not in legal])
                 stats["forfeits"] += 1
             elif stalls[i]:
-                name = _stalling_choice(rng, legal)
+                name = stalling_choice(rng, legal)
             else:
                 name = rng.choice(legal)
             chosen[i] = name

@@ -20,6 +20,7 @@ from coupjax.events import (EVENT_KEYS, FieldError, check_event, event_fields, e
                             last_event)
 from coupjax.game import deal as P
 from coupjax.match import FORMAT_VERSION, Match, ReplayError
+from tests.play import stalling_choice
 
 D, A, CA, AM, CO = R.ROLES
 
@@ -27,14 +28,7 @@ D, A, CA, AM, CO = R.ROLES
 # ---------------------------------------------------------------- playing
 def _stalling(rng, m, legal):
     """Never adds coins (exchange, steal, pass): the match runs to the turn cap."""
-    for pick in ("exchange", "pass"):
-        if pick in legal and rng.random() < 0.6:
-            return pick
-    steals = [a for a in legal if a.startswith("steal:")]
-    if steals and rng.random() < 0.8:
-        return rng.choice(steals)
-    calm = [a for a in legal if not a.startswith(("challenge", "income", "tax", "foreign_aid", "assassinate", "coup"))]
-    return rng.choice(calm or legal)
+    return stalling_choice(rng, legal)
 
 
 def _eager(rng, m, legal):
