@@ -295,7 +295,7 @@ class Tracker:
             later = self._responders() if phase == R.PH_REACT else []
             if seat not in later or e.action not in R.REACTION_NAMES:
                 raise TrackerError(f"seat {p} is to {PHASE_TEXT[R.PHASES[phase]]} now, not seat {seat}", "seat")
-            for _ in later[: later.index(seat)]:
+            for _ in range(1 + later.index(seat)):  # the seat to react, then those before the named one
                 out.append(self._step("pass", blank))
         out.append(self._step(e.action, e))
         return out

@@ -118,10 +118,12 @@ class Known:
 
     def accounted(self, role: int) -> str:
         parts = [f"{self.revealed[role]} revealed"] if self.revealed[role] else []
-        own = self.hand.count(role) + self.drawn.count(role)
-        if own:
-            parts.append(f"{own} in your hand" if not self.drawn.count(role) else f"{own} in your hand and draw")
-        return f"all 3 are accounted for: {', '.join(parts)}"
+        if self.hand.count(role):
+            parts.append(f"{self.hand.count(role)} in your hand")
+        if self.drawn.count(role):
+            parts.append(f"{self.drawn.count(role)} in your draw")
+        v = self.visible(role)
+        return f"{'all 3 are' if v >= R.COPIES_PER_ROLE else f'{v} of the 3 are'} accounted for: {', '.join(parts)}"
 
 
 def check_card_ops(record, ops: list) -> None:
@@ -158,9 +160,7 @@ def check_card_ops(record, ops: list) -> None:
         if kind == "draw" and s == me:
             for r, k in Counter(cards).items():
                 if known.visible(r) + k > R.COPIES_PER_ROLE:
-                    raise TrackerError(f"you cannot draw {k} {_plural(r, k)}: {known.accounted(r)}"
-                                       if known.visible(r) else f"you cannot draw {k} {_plural(r, k)}: there are 3",
-                                       "drawn")
+                    raise TrackerError(f"you cannot draw {k} {_plural(r, k)}: {known.accounted(r)}", "drawn")
         known.apply((kind, s, role, cards))
 
 
