@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -141,41 +142,67 @@ def _count(counts: Counter, e: dict, seat: int) -> None:
     counts["capped"] += e["game_over"] and e["turn"] == R.TURN_CAP - 1
 
 
+def _games(count: int, first_seed: int):
+    """(n, seed, seat, style) of ``count`` games: table sizes and seats in turn, every
+    style (uniform play, long games full of claims and exchanges, stalling to the cap)."""
+    styles = ("uniform", "long", "long", "uniform")
+    for g in range(count):
+        n = 2 + g % 5
+        yield n, first_seed + g, (g // 5) % n, "stall" if g % 50 == 49 else styles[(g // 5) % 4]
+
+
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
 def test_a_seat_sees_what_the_engine_shows_it(n):
-    """A few dozen games per table size, every seat in turn: the observation, the public
-    state and a consistent world at every step, with every kind of step covered."""
+    """A few games per table size, every seat in turn: the observation, the public state
+    and a consistent world at every step (the slow test plays thousands)."""
     counts = Counter()
-    for g in range(40):
+    for g in range(n + 2):
         follow(n, 100 * n + g, g % n, ("uniform", "long")[g % 2], counts)
+    assert counts["exchange"] and counts["challenge proven"] + counts["bluff caught"], counts
+
+
+def test_the_quick_games_cover_every_kind_of_step():
+    """The seeds of the quick test above, checked together: every kind of step occurs
+    (these few games at 4 players are enough)."""
+    counts = Counter()
+    for g in range(6):
+        follow(4, 400 + g, g % 4, ("uniform", "long")[g % 2], counts)
     for kind in ("challenge proven", "bluff caught", "own redraw", "block", "exchange", "own exchange", "forfeit"):
         assert counts[kind] > 0, (kind, counts)
 
 
 @pytest.mark.slow
 def test_thousands_of_games(monkeypatch):
-    """Thousands of games; prints the cost per entry and the world search's work."""
-    nodes = []
+    """Thousands of games (``COUPJAX_TRACKER_GAMES``, default 3000), every table size and
+    seat; prints the cost per entry, the world search's share and its work."""
+    count = int(os.environ.get("COUPJAX_TRACKER_GAMES", "3000"))
+    nodes, search_ms = [], []
     original = W.find_world
 
     def counted(record, hint=None, limit=W.NODE_LIMIT, stats=None):
-        box = {}
+        box, t0 = {}, time.perf_counter()
         try:
             return original(record, hint, limit, box)
         finally:
+            search_ms.append((time.perf_counter() - t0) * 1000)
             nodes.append(box.get("nodes", 0))
     monkeypatch.setattr(C, "find_world", counted)
-    counts, times = Counter(), []
-    for g in range(3000):
-        n = 2 + g % 5
-        follow(n, 10_000 + g, (g // 5) % n, ("uniform", "long", "long", "uniform", "stall")[g % 5 if g % 50 == 0
-                                                                                             else g % 4], counts, times)
+    counts, times, seats = Counter(), [], Counter()
+    for n, seed, seat, style in _games(count, 10_000):
+        seats[n, seat] += 1
+        follow(n, seed, seat, style, counts, times)
     assert counts["own forfeit"] and counts["capped"], counts
-    t = np.asarray(times) * 1000
-    print(f"\n{len(t)} entries over 3000 games: median {np.median(t):.2f} ms, p99 {np.percentile(t, 99):.1f} ms, "
-          f"max {t.max():.0f} ms per entry; world searches {len(nodes)}, candidate hands median "
-          f"{np.median(nodes):.0f}, max {max(nodes)} (bound {W.NODE_LIMIT}); {dict(counts)}")
-    assert max(nodes) < W.NODE_LIMIT // 20
+    assert all(seats[n, s] for n in range(2, 7) for s in range(n)), seats
+    t, w, ms = np.asarray(times) * 1000, np.asarray(nodes), np.asarray(search_ms)
+    sizes = Counter()
+    for (n, _), k in seats.items():
+        sizes[n] += k
+    print(f"\n{count} games (by table size {dict(sorted(sizes.items()))}, every seat), {len(t)} entries: "
+          f"whole entry median {np.median(t):.2f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.0f} ms; "
+          f"world searches {len(w)} (one per entry that moves cards, one per deal): time median {np.median(ms):.2f} ms, "
+          f"p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.1f} ms; candidate hands median {np.median(w):.0f}, "
+          f"p99 {np.percentile(w, 99):.0f}, max {w.max()} (bound {W.NODE_LIMIT}); {dict(counts)}")
+    assert w.max() < W.NODE_LIMIT // 20
 
 
 # ---------------------------------------------------------------- the world search is exact
@@ -302,7 +329,16 @@ def test_a_proven_claim_locates_a_card():
 
 
 # ---------------------------------------------------------------- advice
-def test_the_advice_for_a_record_is_the_advice_for_the_game():
+SMALL_BUDGET = {"num_worlds": 2, "rollouts_per_world": 1, "max_rollout_steps": 4, "lanes": 64,
+                "rollout_policy": "random"}
+
+
+@pytest.mark.parametrize("budget", [SMALL_BUDGET, pytest.param(None, marks=pytest.mark.slow)],
+                         ids=["small-budget", "default-budget"])
+def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
+    """The tracker's advice at the recording seat's decisions equals the advisor's on the
+    engine's observation and the search's on the engine state, with the same key (the
+    default suite searches with a small budget; ``-m slow`` with the default one)."""
     n, seat = 3, 1
     fn = C.functions(n)
     game = random_game(n, 5, "long", illegal=0.0)
@@ -318,7 +354,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game():
             continue
         phases[phase] += 1
         key = jax.random.PRNGKey(len(tracker.events))
-        got = tracker.advice(key=key)
+        got = tracker.advice(key=key, budget=budget)
         obs = np.asarray(fn.observe(state, seat))
         assert np.array_equal(obs, tracker.observation())
         want = challenge_advice(obs, n, observer_seat=seat)
@@ -328,7 +364,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game():
             ev = np.asarray(recommend_action(obs, np.asarray(state.legal_action_mask), n)["ev"])
             assert got["action"]["values"] == {R.action_name(int(a), seat, n): round(float(ev[a]), 4)
                                                for a in np.flatnonzero(np.isfinite(ev))}
-        assert got["search"] == search.advise(state, key=key)
+        assert got["search"] == search.advise(state, key=key, budget=budget)
         if sum(phases.values()) >= 6:
             break
     assert phases["action"] and phases["react"], phases
