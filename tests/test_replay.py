@@ -80,9 +80,13 @@ def replay(files, *args):
                           timeout=900)
 
 
-def test_a_match_replays_step_by_step_with_the_advice(files):
+@pytest.mark.parametrize("use_search", [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=["no-search", "search"])
+def test_a_match_replays_step_by_step_with_the_advice(files, use_search):
+    """Every step of a full match for seat 1: its table, beliefs and advice (the search's,
+    at the default budget, under ``-m slow``: compiling it takes minutes on 2 cores)."""
     d, m, _, _ = files
-    out = replay(files, "replay", "match.jsonl", "--seat", "1", "--json")
+    out = replay(files, "replay", "match.jsonl", "--seat", "1", "--json", *(() if use_search else ("--no-search",)))
     assert out.returncode == 0, out.stderr[-3000:]
     frames = [json.loads(line) for line in out.stdout.splitlines()]
     assert [f["step"] for f in frames] == list(range(len(m.events) + 1))
@@ -101,8 +105,12 @@ def test_a_match_replays_step_by_step_with_the_advice(files):
             continue
         advised += 1
         adv = f["advice"]
-        assert adv["search"]["action"] in adv["legal"] and event["action"] in adv["legal"]
-        assert "explanation" in adv["search"] and adv["search"]["budget"]["num_worlds"] == 4
+        assert event["action"] in adv["legal"]
+        if use_search:
+            assert adv["search"]["action"] in adv["legal"]
+            assert "explanation" in adv["search"] and adv["search"]["budget"]["num_worlds"] == 4
+        else:
+            assert "search" not in adv
         assert ("action" in adv) == (t["phase"] == "action")
         if "challenge" in adv:
             assert adv["challenge"]["recommendation"] in ("challenge", "don't challenge", "close call: don't challenge")
