@@ -147,12 +147,16 @@ def test_a_broken_file_shows_its_valid_prefix_and_fails(files, name, line):
         assert "reveals" in err[0]
 
 
-def test_usage_mistakes_are_one_line(files):
+def test_usage_mistakes_are_one_line(files, monkeypatch, capsys):
+    """In process (the exit status and the one line are cli's, as in a subprocess)."""
+    monkeypatch.chdir(files[0])
     for args, says in ((["replay", "seat.jsonl", "--seat", "0"], "a seat record of seat 1: it shows only that seat"),
                        (["replay", "match.jsonl", "--seat", "5"], "seat 5 is not at this 3-player table"),
                        (["replay", "nothing.jsonl"], "no such file")):
-        out = replay(files, *args, "--no-search")
-        assert out.returncode == 2 and says in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        with pytest.raises(SystemExit) as info:
+            cli.main([*args, "--no-search"])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and says in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_replay_options_mean_the_same_before_or_after():

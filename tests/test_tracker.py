@@ -33,6 +33,7 @@ from coupjax.game import deal as P
 from coupjax.match import Match, ReplayError, compiled
 from coupjax.tracker import Tracker, TrackerError, worlds as W
 from coupjax.tracker import core as C
+from tests.play import stalling_choice
 from tests.public_record import PublicRecord
 
 PUBLIC_FIELDS = ("current_player", "rewards", "terminated", "truncated", "_step_count", "_turn", "_phase", "_revealed",
@@ -42,21 +43,25 @@ PUBLIC_FIELDS = ("current_player", "rewards", "terminated", "truncated", "_step_
 
 
 # ---------------------------------------------------------------- random games
-STYLES = {  # the actions a style prefers (80 %): long games full of claims and exchanges, or games to the cap
+STYLES = {  # the actions a style prefers (80 %): long games full of claims and exchanges
     "long": lambda name: name in ("pass", "exchange", "tax", "income") or name.startswith(("steal", "keep", "reveal")),
-    "stall": lambda name: name in ("pass", "exchange") or name.startswith(("steal", "keep", "reveal", "block")),
 }
 
 
 def _pick(rng, style, legal, names):
     if style == "uniform":
         return rng.choice(legal)
+    if style == "stall":  # to the turn cap (tests/play.py)
+        named = {names(a): a for a in legal}
+        return named[stalling_choice(rng, list(named))]
     calm = [a for a in legal if STYLES[style](names(a))]
-    return rng.choice(calm) if calm and rng.random() < (0.8 if style == "long" else 0.97) else rng.choice(legal)
+    return rng.choice(calm) if calm and rng.random() < 0.8 else rng.choice(legal)
 
 
-def random_game(n: int, seed: int, style: str = "uniform", illegal: float = 0.015):
-    """Yield (engine state after each step, its private event dict) of one random game."""
+def random_game(n: int, seed: int, style: str = "uniform", illegal: float | None = None):
+    """Yield (engine state after each step, its private event dict) of one random game
+    (``illegal``: the share of actions outside the legal set, 1.5 % unless stalling to the cap)."""
+    illegal = (0.0 if style == "stall" else 0.015) if illegal is None else illegal
     _, init, step, _ = compiled(n)
     rng = random.Random(seed)
     state = init(jax.random.PRNGKey(seed))
@@ -148,25 +153,24 @@ def _games(count: int, first_seed: int):
     styles = ("uniform", "long", "long", "uniform")
     for g in range(count):
         n = 2 + g % 5
-        yield n, first_seed + g, (g // 5) % n, "stall" if g % 50 == 49 else styles[(g // 5) % 4]
+        yield n, first_seed + g, (g // 5) % n, "stall" if (g // 5) % 10 == 9 else styles[(g // 5) % 4]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6])
 def test_a_seat_sees_what_the_engine_shows_it(n):
-    """A few games per table size, every seat in turn: the observation, the public state
-    and a consistent world at every step (the slow test plays thousands)."""
+    """Two games per table size (uniform play, a long game): the observation, the public
+    state and a consistent world at every step (the slow test plays thousands)."""
     counts = Counter()
-    for g in range(n + 2):
-        follow(n, 100 * n + g, g % n, ("uniform", "long")[g % 2], counts)
-    assert counts["exchange"] and counts["challenge proven"] + counts["bluff caught"], counts
+    for g in range(2):
+        follow(n, 100 * n + g, g * (n - 1), ("uniform", "long")[g], counts)  # seat 0, the last seat
+    assert counts["steps"] > 20, counts
 
 
-def test_the_quick_games_cover_every_kind_of_step():
-    """The seeds of the quick test above, checked together: every kind of step occurs
-    (these few games at 4 players are enough)."""
+def test_one_game_with_every_kind_of_step():
+    """A 4-player game followed by seat 0 with proven claims, caught bluffs, blocks, its
+    own redraw and exchange, and a forfeit."""
     counts = Counter()
-    for g in range(6):
-        follow(4, 400 + g, g % 4, ("uniform", "long")[g % 2], counts)
+    follow(4, 400, 0, "long", counts)
     for kind in ("challenge proven", "bluff caught", "own redraw", "block", "exchange", "own exchange", "forfeit"):
         assert counts[kind] > 0, (kind, counts)
 

@@ -36,7 +36,8 @@ between two renewals), seat by seat, epochs in time order:
   its world), then the ones that leave the most room.
 
 The search visits at most `NODE_LIMIT` candidate hands; past that it raises
-`SearchLimit` (never seen over thousands of random games: the tests measure it).
+`SearchLimit` (the slow test of tests/test_tracker.py counts the candidates per search over
+random games and requires a twentieth of the bound at most).
 """
 from __future__ import annotations
 
