@@ -13,6 +13,11 @@ to ``RUN_DIR/seat_table.json``.
 programs speaking the bot protocol (docs/bot-protocol.md) and our policies
 (`coupjax.botarena`), results to ``--out`` and each match beside it.
 
+``python -m coupjax replay FILE.jsonl [--seat N] [--json]``: every step of a saved game
+(a full match or a seat record, `coupjax.tracker`) as one seat saw it, with the
+beliefs and the advice at that seat's decisions; a bad line is reported with its line
+number after the valid steps before it, with exit status 1.
+
 Options mean the same before or after the subcommand.  Every mistake (a missing
 config, an unknown key, a count that is not positive, a run directory that already
 holds a run, a tuning seed) is reported as one line with exit status 2 before any
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -163,6 +169,29 @@ def _arena(args) -> None:
     Path(args.out).write_text(json.dumps(report, indent=2))
 
 
+def _replay(args) -> None:
+    from coupjax.tracker.replay import frame, load_game, render
+
+    if not Path(args.file).is_file():
+        fail(PROG, f"{args.file}: no such file")
+    game = load_game(args.file)
+    seat = args.seat if args.seat is not None else (game.seat or 0)
+    if game.num_players and not 0 <= seat < game.num_players:
+        fail(PROG, f"argument --seat: seat {seat} is not at this {game.num_players}-player table")
+    if game.seat is not None and seat != game.seat:
+        fail(PROG, f"argument --seat: {args.file} is a seat record of seat {game.seat}: it shows only that seat")
+    console = Console()
+    for step in range(len(game.states)):
+        fr = frame(game, step, seat, use_search=not args.no_search)
+        if args.json:
+            print(json.dumps(fr), flush=True)
+        else:
+            render(fr, console)
+    if game.error is not None:
+        print(f"{PROG}: error: {game.error}", file=sys.stderr)
+        raise SystemExit(1)
+
+
 def _add_options(p, top: bool) -> None:
     """The options, on the top-level parser (with defaults) and on each subcommand
     (without: a value given after the subcommand overrides one given before it, and an
@@ -192,6 +221,11 @@ def _add_options(p, top: bool) -> None:
     p.add_argument("--move-timeout", type=_positive_seconds, default=d(30.0), metavar="SECONDS",
                    help="arena: a bot's time per decision; past it the decision forfeits (default 30)")
     p.add_argument("--concurrency", type=positive_int, default=d(8), help="arena: matches played at once (default 8)")
+    p.add_argument("--seat", type=int, default=d(None), help="replay: the seat shown (default: a seat record's own "
+                   "seat, else 0)")
+    p.add_argument("--json", action="store_true", default=d(False), help="replay: one JSON object per step")
+    p.add_argument("--no-search", action="store_true", default=d(False),
+                   help="replay: skip the search's advice (it compiles for a minute or so on a CPU)")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -201,10 +235,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, text in (("train", "short CPU training run plus its evaluation (the default job)"),
                        ("simulate", "batched random self-play with its figures"),
-                       ("arena", "matches between bot programs and our policies")):
-        _add_options(sub.add_parser(name, help=text), top=False)
+                       ("arena", "matches between bot programs and our policies"),
+                       ("replay", "every step of a saved game (a match or a seat record) with beliefs and advice")):
+        p = sub.add_parser(name, help=text)
+        if name == "replay":
+            p.add_argument("file", metavar="FILE.jsonl", help="a match saved by Match.save or a seat record")
+        _add_options(p, top=False)
     args = parser.parse_args(argv)
     args.command = args.command or "train"
+    if args.command == "replay":
+        return args
     if args.command == "simulate":
         args.games = 4096 if args.games is None else args.games
         args.seed = 0 if args.seed is None else args.seed
@@ -224,6 +264,8 @@ def main(argv=None) -> None:
         _simulate(args)
     elif args.command == "arena":
         _arena(args)
+    elif args.command == "replay":
+        _replay(args)
     else:
         _train_and_evaluate(args)
 

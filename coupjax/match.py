@@ -312,6 +312,9 @@ def _check_deal(d) -> None:
     the rest depends on them."""
     if type(d) is not dict or "type" not in d:
         raise FieldError("type", 'the first line must be the deal ({"type": "deal", ...})')
+    if d["type"] == "seat_record":
+        raise FieldError("type", f"this is a seat record of seat {d.get('seat')}, not a full match: open it with "
+                         f"coupjax replay or coupjax.tracker")
     const("deal", 'the first line must be the deal ({"type": "deal", ...})')(d["type"], "type")
     if "version" not in d:
         raise FieldError("version", f"missing (this reader reads format version {FORMAT_VERSION})")

@@ -1,0 +1,118 @@
+"""The table, the beliefs and the advice for one seat of an engine state, as JSON-able dicts.
+
+The same functions serve a tracker's state and a full match's, so the advice for a
+seat record is the advice for the engine state of the same game: the beliefs and the
+advisor read the seat's observation only, and the search samples every card the seat
+cannot see from the exact posterior (`coupjax.search.advise`).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+
+from coupjax import rules as R
+from coupjax import search
+from coupjax.advice.action_ev import recommend_action
+from coupjax.advice.challenge import AdvisorParams
+from coupjax.advice.explain import challenge_advice, explain_action
+from coupjax.beliefs import coupvisor as CV
+from coupjax.beliefs import posterior as POST
+from coupjax.game import board
+from coupjax.game import deal as P
+from coupjax.game.views import observe
+from coupjax.view import parse
+
+CHALLENGE_KEYS = ("recommendation", "challenge", "close_call", "impossible", "p_truth", "p_raw", "theta",
+                  "kind_name", "role_name", "explanation")
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(num_players: int):
+    n = num_players
+    params = AdvisorParams().posterior_params()
+    return (jax.jit(lambda s, seat: observe(s, seat)),
+            jax.jit(lambda obs: CV.claim_truth_probabilities(obs, n)),
+            jax.jit(lambda obs: POST.exact_posterior(obs, n, params)["role_marginals"]),
+            jax.jit(lambda obs, mask: recommend_action(obs, mask, n)))
+
+
+def observation(state, seat: int) -> np.ndarray:
+    n = int(np.shape(state.rewards)[-1])
+    return np.asarray(_jitted(n)[0](state, seat))
+
+
+def table(state, seat: int) -> dict:
+    """The public table and ``seat``'s own cards (absolute seats): the decision, coins,
+    hidden counts, revealed cards, claims and blocks since each hand's last renewal, the
+    roles a caught bluff ruled out, the deck size, and the seat's hand and drawn cards."""
+    n = int(np.shape(state.rewards)[-1])
+    v = jax.tree.map(np.asarray, parse(observation(state, seat), n))
+    rows = lambda x: [x[(t - seat) % n] for t in range(n)]  # noqa: E731 (relative rows -> seats)
+    roles = lambda row: {R.ROLES[r]: int(row[r]) for r in range(R.NUM_ROLES) if row[r]}  # noqa: E731
+    opt = lambda x, names=None: None if int(x) < 0 else (names[int(x)] if names else int(x))  # noqa: E731
+    done = bool(state.terminated)
+    placements = [int(x) for x in np.asarray(board.placements(state))] if done else None
+    own = [int(c) for c in v.own_cards if c >= 0]
+    return {
+        "turn": int(board.turn(state)), "phase": "done" if done else R.PHASES[int(board.phase(state))],
+        "current_player": None if done else int(state.current_player), "done": done,
+        "winner": placements[0] if done else None, "placements": placements,
+        "actor": int(board.actor(state)), "main_action": opt(board.main_action(state), R.MAIN_ACTIONS),
+        "target": opt(board.target(state)), "blocker": opt(board.blocker(state)),
+        "block_role": opt(board.block_role(state), R.ROLES),
+        "coins": P.coins(state), "hidden": [int(x) for x in rows(v.hidden)],
+        "revealed": [[R.ROLES[c] for c in row] for row in P.revealed(state)],
+        "claims": [roles(x) for x in rows(v.claims)], "blocks": [roles(x) for x in rows(v.blocks)],
+        "disproven": [[R.ROLES[r] for r in range(R.NUM_ROLES) if x[r]] for x in rows(v.disproven)],
+        "deck_size": int(board.deck_size(state)), "seat": seat, "hand": [R.ROLES[c] for c in own],
+        "drawn": [R.ROLES[r] for r in range(R.NUM_ROLES) for _ in range(int(v.drawn[r]))],
+    }
+
+
+def beliefs(state, seat: int) -> list[dict]:
+    """Per opponent with cards: P(its hand holds each role) from CoupVisor (Appendix A's
+    claim probability) and from the exact posterior (the advisor's claim likelihoods)."""
+    n = int(np.shape(state.rewards)[-1])
+    _, cv, exact, _ = _jitted(n)
+    obs = observation(state, seat)
+    p_cv, p_ex = np.asarray(cv(obs)), np.asarray(exact(obs))
+    hidden = np.asarray(board.hidden_counts(state))
+    out = []
+    for rel in range(1, n):
+        s = (seat + rel) % n
+        if hidden[s]:
+            out.append({"seat": s, "hidden": int(hidden[s]),
+                        "coupvisor": {R.ROLES[r]: round(float(p_cv[rel, r]), 4) for r in range(R.NUM_ROLES)},
+                        "exact": {R.ROLES[r]: round(float(p_ex[rel, r]), 4) for r in range(R.NUM_ROLES)}})
+    return sorted(out, key=lambda b: b["seat"])
+
+
+def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "expected", budget=None) -> dict | None:
+    """The advice for ``seat`` when it is to decide in ``state`` (None otherwise):
+    ``challenge`` (at a claim it may challenge: `challenge_advice`, exact belief, with its
+    explanation), ``action`` (at its main action: one-step EVs and `explain_action`) and
+    ``search`` (`coupjax.search.advise` at the default budget, key ``PRNGKey(0)`` unless
+    given)."""
+    if bool(state.terminated) or int(state.current_player) != seat:
+        return None
+    n = int(np.shape(state.rewards)[-1])
+    obs = observation(state, seat)
+    mask = np.asarray(state.legal_action_mask)
+    out = {"seat": seat, "phase": R.PHASES[int(board.phase(state))],
+           "legal": [R.action_name(int(a), seat, n) for a in np.flatnonzero(mask)]}
+    ch = challenge_advice(obs, n, observer_seat=seat)
+    if ch["decision"]:
+        out["challenge"] = {k: ch[k] for k in CHALLENGE_KEYS}
+    if int(board.phase(state)) == R.PH_ACTION:
+        res = jax.tree.map(np.asarray, _jitted(n)[3](obs, mask))
+        ev = res["ev"]
+        out["action"] = {"best": R.action_name(int(res["best"]), seat, n),
+                         "values": {R.action_name(int(a), seat, n): round(float(ev[a]), 4)
+                                    for a in np.flatnonzero(np.isfinite(ev))},
+                         "explanation": explain_action(res, n, observer_seat=seat)}
+    if use_search:
+        out["search"] = search.advise(state, key=jax.random.PRNGKey(0) if key is None else key, mode=mode,
+                                      budget=budget)
+    return out

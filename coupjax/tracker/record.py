@@ -1,0 +1,135 @@
+"""Seat records on disk: JSON lines, a header that holds only what the recording seat
+knew, then one seat event per step (`coupjax.events`' schema and validators, with the
+seat's own private parts only).
+
+    {"type": "seat_record", "version": 1, "num_players": 4, "seat": 2,
+     "hand": ["duke", "captain"], "first": 0}
+    {"type": "event", "step": 0, "seat": 0, "action": "tax", ...}
+
+`read` checks every line's schema strictly (nothing coerced or skipped) and hands the
+events to the caller, which replays them (`coupjax.tracker.Tracker.load`); every
+failure is a `coupjax.match.ReplayError` naming the file, the line and the field.
+A full match (a deal line) is refused with a pointer to `Match.load`, as
+`Match.load` refuses a seat record.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+from coupjax import rules as R
+from coupjax.events import FieldError, const, integer, list_of, one_of, record
+from coupjax.match import ReplayError
+from coupjax.tracker.entries import seat_event_fields
+
+SEAT_RECORD = "seat_record"
+VERSION = 1
+
+
+def header(num_players: int, seat: int, hand, first: int) -> dict:
+    return {"type": SEAT_RECORD, "version": VERSION, "num_players": num_players, "seat": seat,
+            "hand": [R.ROLES[c] for c in hand], "first": first}
+
+
+def write(path, head: dict, events: list[dict]) -> None:
+    with open(path, "w") as f:
+        f.write(json.dumps(head) + "\n")
+        for e in events:
+            f.write(json.dumps({"type": "event", **e}) + "\n")
+
+
+@functools.lru_cache(maxsize=None)
+def _header_check(num_players: int):
+    n = num_players
+    return record({"type": const(SEAT_RECORD), "version": const(VERSION), "num_players": const(n),
+                   "seat": integer(0, n - 1), "hand": list_of(one_of(R.ROLES, "a role:"), (R.HAND_SIZE,)),
+                   "first": integer(0, n - 1)})
+
+
+@functools.lru_cache(maxsize=None)
+def _event_check(num_players: int):
+    return record({"type": const("event", 'expected an event line ({"type": "event", ...})'),
+                   **seat_event_fields(num_players)})
+
+
+def check_header(d) -> None:
+    """The header's schema (`FieldError` naming the field); a deal line is a full match."""
+    if type(d) is not dict or "type" not in d:
+        raise FieldError("type", f'the first line must be the header ({{"type": "{SEAT_RECORD}", ...}})')
+    if d["type"] == "deal":
+        raise FieldError("type", "this is a full match (a deal line), not a seat record: open it with "
+                         "coupjax.match.Match.load or coupjax replay")
+    const(SEAT_RECORD, f'the first line must be the header ({{"type": "{SEAT_RECORD}", ...}})')(d["type"], "type")
+    if "version" not in d:
+        raise FieldError("version", f"missing (this reader reads seat record version {VERSION})")
+    if type(d["version"]) is not int or d["version"] != VERSION:
+        raise FieldError("version", f"version {json.dumps(d['version'])} is not supported; this reader reads "
+                         f"version {VERSION} only")
+    if "num_players" not in d:
+        raise FieldError("num_players", "missing")
+    integer(R.MIN_PLAYERS, R.MAX_PLAYERS)(d["num_players"], "num_players")
+    _header_check(d["num_players"])(d)
+
+
+def _unique_keys(pairs) -> dict:
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise FieldError(k, "duplicate key")
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise FieldError("(line)", f"{name} is not a JSON value")
+
+
+def json_line(path, lineno: int, line: str):
+    """One line as JSON: no empty line, no duplicate key, no NaN (`ReplayError` otherwise)."""
+    if not line.strip():
+        raise ReplayError(path, lineno, None, "empty line")
+    try:
+        return json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as err:
+        raise ReplayError(path, lineno, None, f"not JSON ({err.msg} at column {err.colno})") from None
+    except FieldError as err:
+        raise ReplayError(path, lineno, err.field, err.message) from None
+
+
+def lines_of(path) -> list[str]:
+    """The file's lines (UTF-8; the newline that ends the last line dropped)."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise ReplayError(path, 1, None, "empty file; expected a header line")
+    return lines
+
+
+def read_header(path, lines: list[str]) -> dict:
+    head = json_line(path, 1, lines[0])
+    try:
+        check_header(head)
+    except FieldError as err:
+        raise ReplayError(path, 1, err.field, err.message) from None
+    return head
+
+
+def events(path, lines: list[str], num_players: int):
+    """Yield (line number, event dict) for the event lines, each checked against the schema."""
+    check = _event_check(num_players)
+    for lineno, line in enumerate(lines[1:], start=2):
+        d = json_line(path, lineno, line)
+        try:
+            check(d)
+        except FieldError as err:
+            raise ReplayError(path, lineno, err.field, err.message) from None
+        d.pop("type")
+        yield lineno, d
