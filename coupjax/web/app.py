@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coupjax.policies.registry import describe_policies
 from coupjax.web.practice import PracticeGame
@@ -106,6 +107,11 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
         where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
         return JSONResponse({"detail": f"{where}: {first.get('msg', 'invalid request')}" if where else
                              first.get("msg", "invalid request"), "errors": exc.errors()[:5]}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request, exc):  # noqa: ANN001
+        detail = f"no game or page at {request.url.path}" if exc.status_code == 404 else exc.detail
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(BadRequest)
     async def _bad(request, exc: BadRequest):  # noqa: ANN001

@@ -43,9 +43,10 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     if total == 0:
         return {"id": gid, "kind": game.kind, "steps": 0, "error": str(game.error) if game.error else None}
     n = game.num_players
-    seat = game.seat if game.seat is not None else (meta.get("seat", 0) if seat is None else seat)
-    if game.seat is not None and seat != game.seat:
+    if game.seat is not None and seat is not None and seat != game.seat:
         raise BadRequest(f"seat: this seat record shows seat {game.seat} only", "seat")
+    if seat is None:
+        seat = game.seat if game.seat is not None else meta.get("seat", 0)
     if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
         raise BadRequest(f"seat: 0 to {n - 1}", "seat")
     if not isinstance(step, int) or not 0 <= step < total:

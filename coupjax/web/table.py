@@ -63,7 +63,7 @@ class TableGame:
         try:
             tracker = Tracker(num_players, seat, hand, first)
         except TrackerError as err:
-            raise BadRequest(err.message, err.field) from None
+            raise BadRequest(str(err), err.field) from None
         meta = {"kind": cls.kind, "version": 1, "num_players": tracker.num_players, "seat": tracker.seat,
                 "hand": list(hand), "first": tracker.first, "names": _names(names, tracker.num_players),
                 "style": style, "entries": [], "warnings": [], "created": time.time()}
@@ -93,7 +93,7 @@ class TableGame:
         try:
             Entry.parse(entry, t.num_players)
         except TrackerError as err:
-            raise BadRequest(err.message, err.field) from None
+            raise BadRequest(str(err), err.field) from None
         if fixes is not None and not any(w["id"] == fixes for w in self.meta["warnings"]):
             raise BadRequest(f"no warning {fixes} to fix", "fixes")
         try:

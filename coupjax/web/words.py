@@ -23,16 +23,25 @@ def Who(names, s, me=None) -> str:  # noqa: N802 - capitalised form of `who`
     return w[0].upper() + w[1:]
 
 
+def _verb(you: bool, verb: str) -> str:
+    """The verb for a subject: "claims" for a seat, "claim" for you."""
+    if not you:
+        return verb
+    return {"takes": "take", "coups": "coup", "claims": "claim", "loses": "lose", "finishes": "finish",
+            "challenges": "challenge", "blocks": "block", "passes": "pass", "accepts": "accept"}.get(verb, verb)
+
+
 def main_action(names, actor: int, name: str, me=None) -> str:
     """ "Bea claims Duke: tax", "Bea coups Cal" -- a main action by ``actor``."""
     kind, _, arg = name.partition(":")
     a = Who(names, actor, me)
+    v = lambda verb: _verb(actor == me, verb)  # noqa: E731
     t = who(names, int(arg), me) if arg else ""
-    return {"income": f"{a} takes income (+1)", "foreign_aid": f"{a} takes foreign aid (+2)",
-            "coup": f"{a} coups {t} (-7)", "tax": f"{a} claims Duke: tax (+3)",
-            "exchange": f"{a} claims Ambassador: exchange",
-            "assassinate": f"{a} claims Assassin: assassinates {t} (-3)",
-            "steal": f"{a} claims Captain: steals from {t}"}.get(kind, f"{a}: {name}")
+    return {"income": f"{a} {v('takes')} income (+1)", "foreign_aid": f"{a} {v('takes')} foreign aid (+2)",
+            "coup": f"{a} {v('coups')} {t} (-7)", "tax": f"{a} {v('claims')} Duke: tax (+3)",
+            "exchange": f"{a} {v('claims')} Ambassador: exchange",
+            "assassinate": f"{a} {v('claims')} Assassin: assassinates {t} (-3)",
+            "steal": f"{a} {v('claims')} Captain: steals from {t}"}.get(kind, f"{a}: {name}")
 
 
 def reaction(names, seat: int, name: str, table: dict, me=None) -> str:

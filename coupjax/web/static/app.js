@@ -211,7 +211,10 @@ function beliefSwitch() {
       onclick: () => { S.beliefs = k; localStorage.setItem("coupjax.beliefs", k); render(); },
     }, label));
   }
-  return box;
+  const legend = h("span", { class: "legend" }, "P(holds role): ");
+  if (S.beliefs !== "coupvisor") legend.append(h("i", { class: "exact" }), "exact posterior");
+  if (S.beliefs !== "exact") legend.append(h("i", { class: "coupvisor" }), "CoupVisor");
+  return h("span", { class: "tools" }, box, legend);
 }
 
 function bars(b) {
@@ -286,7 +289,7 @@ function adviceView(g, onRequest) {
       h("b", {}, `Challenge call: ${c.call}`), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
       h("p", {}, c.sentence), h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
   }
-  if (w.block) box.append(h("div", { class: "call", id: "block-call" }, h("b", {}, `Block call: ${w.block.call.replace("block:", "block with ")}`), h("p", {}, w.block.sentence)));
+  if (w.block) box.append(h("div", { class: "call", id: "block-call" }, h("b", {}, `Block call: ${w.block.call === "pass" ? "don't block" : "block with " + cap(w.block.call.split(":")[1])}`), h("p", {}, w.block.sentence)));
   if (w.values && w.values.length) {
     const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
     const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, −1 loss … +1 win, ± standard error):"));
