@@ -131,6 +131,8 @@ def test_rule_breaking_entry_is_a_warning_kept_apart_and_corrected(client, games
     page = out["game"]
     assert page["table"]["steps"] == 2 and page["warnings"][0]["entry"] == FOURTH_DUKE  # nothing entered is lost
     assert page["advice"] is None  # warnings are not advice
+    ask = enter(client, gid, {"seat": 2, "action": "reveal"}, fixes=w["id"])["outcome"]  # the page's "correct it"
+    assert ask["status"] == "need" and ask["asks"][0]["field"] == "reveals" and ask["fixes"] == w["id"]
     fixed = enter(client, gid, CAL_LOSES, fixes=w["id"])
     assert fixed["outcome"]["status"] == "accepted"
     assert fixed["game"]["warnings"][0]["status"] == "corrected"

@@ -156,7 +156,7 @@ class TableGame:
     # ------------------------------------------------------------------ what to ask
     def needs(self, entry: dict, err: TrackerError) -> list[dict]:
         """The questions that complete an entry the tracker refused for a missing fact (module doc)."""
-        names, me = self.meta["names"], self.tracker.seat
+        names, me, t = self.meta["names"], self.tracker.seat, self.tracker
         f, msg = err.field, err.message
         if f == "reveals" and msg.startswith("this step reveals"):
             m = re.match(r"this step reveals (\d+) card", msg)
@@ -166,6 +166,8 @@ class TableGame:
                 return []
             seats = seats + [None] * (int(m.group(1)) - len(seats))
             return [self._reveal_ask(s) for s in seats[given:]]
+        if f == "reveals" and not entry.get("reveals") and msg.startswith("give the revealed card"):
+            return [self._reveal_ask(entry.get("seat", t.current_player))]
         if f == "redraw" and entry.get("redraw") is None and "give the card" in msg:
             return [{"field": "redraw", "question": "Your claim was proven: which card did you draw in its place?",
                      "options": ROLE_OPTIONS}]

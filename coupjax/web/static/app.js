@@ -324,9 +324,9 @@ function entryView(g) {
   const box = h("section", { class: "card entry", id: "entry" });
   if (S.pending) {
     const p = S.pending, ask = p.asks[p.idx];
-    box.append(h("p", { class: "question" }, ask.question));
+    box.append(h("p", { class: "question", "data-field": ask.field, "data-seat": ask.seat ?? null }, ask.question));
     const opts = h("div", { class: "choices" });
-    for (const o of ask.options) opts.append(h("button", { class: "option", "data-testid": "option", onclick: () => answer(o.value) }, o.label));
+    for (const o of ask.options) opts.append(h("button", { class: "option", "data-testid": "option", "data-value": JSON.stringify(o.value), onclick: () => answer(o.value) }, o.label));
     box.append(opts, h("button", { class: "link", onclick: () => { S.pending = null; render(); } }, "Cancel"));
     return box;
   }
@@ -334,7 +334,8 @@ function entryView(g) {
   box.append(h("p", { class: "prompt", id: "prompt" }, g.prompt));
   const opts = h("div", { class: "choices" });
   for (const c of g.choices) {
-    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
+    const e = c.entry || {};
+    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
   }
   box.append(opts);
   return box;
