@@ -4,10 +4,10 @@
 ``python -m coupjax serve`` (with the search at its default budget) on a free port
 and a temporary games directory, opens the page in headless Chromium (Debian's
 ``chromium`` through Python playwright) and enters a 4-player game by taps.  Each
-round the three opponents claim Captain and steal from each other (everybody passes)
-and you take income, so the page advises you after four of the round's seven events:
-the challenge call at each claim (the advice if everyone before you passes) and
-your main action.  The time of one event is measured in the page, from the tap
+round each seat in turn claims Captain and steals from the next (everybody passes;
+the coins go round), so the page advises you after four of the round's eight events:
+at each opponent's claim (the challenge and block calls; the advice if everyone before
+you passes) and at your main action.  The time of one event is measured in the page, from the tap
 that sends the entry to two animation frames after the new table and its advice are
 drawn (`window.coupjax.timings`).  The first rounds warm up (compilation) and are not
 counted.  Prints the median and the 95th percentile over the counted events.
@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # (seat, action) per round; seat 0 is you
-ROUND = [(1, "steal:2"), (None, "all_passed"), (2, "steal:3"), (None, "all_passed"), (3, "steal:1"),
-         (None, "all_passed"), (0, "income")]
+ROUND = [(1, "steal:0"), (None, "all_passed"), (2, "steal:1"), (None, "all_passed"), (3, "steal:2"),
+         (None, "all_passed"), (0, "steal:3"), (None, "all_passed")]
 
 
 def _port() -> int:
@@ -125,10 +125,11 @@ def run(rounds: int, warm_rounds: int, chromium: str, shots_dir=None) -> dict:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.set_default_timeout(600_000)
+                page.set_default_timeout(300_000)
                 page.goto(url)
                 page.wait_for_selector("#start-table")
                 page.select_option("#t-card-1", "captain")
+                page.select_option("#t-first", "1")
                 page.click("#start-table")
                 page.wait_for_selector("[data-testid=choice]")
                 counted = []

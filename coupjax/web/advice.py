@@ -68,7 +68,7 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
         best = s["actions"][0] if s["actions"] else None
         out["recommended"] = {"action": s["action"], "text": say(s["action"]), "source": "search",
                               "value": best and best["value"], "se": best and best["se"]}
-        out["values"] = [{"action": a["action"], "text": say(a["action"]), "value": a["value"], "se": a["se"],
+        out["values"] = [{"action": a["action"], "text": W.short(names, a["action"], me), "value": a["value"], "se": a["se"],
                           "best_share": a["best_share"]} for a in s["actions"]]
     elif "action" in adv:
         out["recommended"] = {"action": adv["action"]["best"], "text": say(adv["action"]["best"]),
@@ -87,6 +87,10 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
                 why += ", a close call"
         out["challenge"] = {"call": "challenge" if ch["challenge"] else "don't challenge", "p_truth": ch["p_truth"],
                             "theta": ch["theta"], "sentence": why + ".", "explanation": ch["explanation"]}
+        rec = out.get("recommended")
+        if rec and rec["source"] == "search" and (rec["action"] == "challenge") != bool(ch["challenge"]):
+            out["challenge"]["note"] = ("The search, which plays the game out in sampled worlds, and the "
+                                        "challenge threshold disagree here.")
         if "recommended" not in out:
             out["recommended"] = {"action": "challenge" if ch["challenge"] else "pass",
                                   "text": "Challenge" if ch["challenge"] else "Don't challenge",

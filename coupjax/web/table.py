@@ -114,16 +114,24 @@ class TableGame:
         ws = self.meta["warnings"]
         if fixes is not None:  # a correction that breaks a rule too: the warning stays, with the new attempt
             w = next(w for w in ws if w["id"] == fixes)
-            w.update(entry=entry, rule=err.message, field=err.field, text=self._entry_words(entry))
+            w.update(entry=entry, rule=err.message, field=err.field, text=self._entry_words(entry),
+                     rule_text=self._named(err.message))
             w.setdefault("attempts", 1)
             w["attempts"] += 1
         else:
             w = {"id": 1 + max((x["id"] for x in ws), default=0), "entry": entry, "text": self._entry_words(entry),
-                 "rule": err.message, "field": err.field, "step": self.tracker.num_steps, "status": "open",
+                 "rule": err.message, "rule_text": self._named(err.message), "field": err.field,
+                 "step": self.tracker.num_steps, "status": "open",
                  "time": time.time()}
             ws.append(w)
         self.save()
         return w
+
+    def _named(self, message: str) -> str:
+        """The tracker's message with seats named ("seat 2" -> "Cal")."""
+        names = self.meta["names"]
+        return re.sub(r"\bseat (\d+)", lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names)
+                      else m.group(0), message)
 
     def dismiss(self, wid: int) -> None:
         for w in self.meta["warnings"]:

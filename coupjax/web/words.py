@@ -119,3 +119,14 @@ def event(names, ev: dict, me=None) -> str:
     if ev.get("game_over"):
         parts.append("game over")
     return "; ".join(parts)
+
+
+def short(names, name: str, me=None) -> str:
+    """An action of yours in a few words, for a table of values: "steal from Bea", "block (Captain)"."""
+    kind, _, arg = name.partition(":")
+    t = who(names, int(arg), me) if arg.isdigit() else ""
+    return {"income": "income", "foreign_aid": "foreign aid", "tax": "tax (Duke)", "exchange": "exchange (Ambassador)",
+            "coup": f"coup {t}", "assassinate": f"assassinate {t}", "steal": f"steal from {t}",
+            "pass": "pass", "challenge": "challenge"}.get(kind) or (
+        f"block ({title(arg)})" if kind == "block" else keep(name).lower() if kind == "keep" and arg
+        else f"lose card {int(arg) + 1}" if kind == "reveal" and arg else name)

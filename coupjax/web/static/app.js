@@ -244,7 +244,7 @@ function seatsView(g, table, trueHands) {
     const alive = table.hidden[s] > 0;
     const cls = ["seat", mine ? "me" : "", table.current_player === s ? "turn" : "", alive ? "" : "out"].join(" ");
     const card = h("div", { class: cls, "data-seat": s },
-      h("div", { class: "seat-head" }, h("b", {}, g.names[s]), mine ? h("small", {}, " (you)") : null,
+      h("div", { class: "seat-head" }, h("b", {}, g.names[s]), mine && g.names[s] !== "You" ? h("small", {}, " (you)") : null,
         table.current_player === s ? h("span", { class: "tag" }, "to act") : null,
         h("span", { class: "coins", title: "coins" }, `${table.coins[s]} coins`)));
     const info = h("div", { class: "seat-info" });
@@ -287,7 +287,7 @@ function adviceView(g, onRequest) {
     const c = w.challenge;
     box.append(h("div", { class: "call", id: "challenge-call" },
       h("b", {}, `Challenge call: ${c.call}`), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
-      h("p", {}, c.sentence), h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
+      h("p", {}, c.sentence), c.note ? h("p", { class: "hint" }, c.note) : null, h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
   }
   if (w.block) box.append(h("div", { class: "call", id: "block-call" }, h("b", {}, `Block call: ${w.block.call === "pass" ? "don't block" : "block with " + cap(w.block.call.split(":")[1])}`), h("p", {}, w.block.sentence)));
   if (w.values && w.values.length) {
@@ -312,7 +312,7 @@ function warningsView(g) {
   for (const w of open) {
     box.append(h("div", { class: "warning", "data-warning": w.id },
       h("p", {}, h("b", {}, "Not entered: "), w.text),
-      h("p", { class: "rule" }, "Breaks the rule: ", w.rule),
+      h("p", { class: "rule" }, "Breaks the rule: ", w.rule_text || w.rule),
       h("button", { class: "primary", onclick: () => correct(w) }, "Correct it"),
       h("button", { onclick: () => dismiss(w) }, "Dismiss")));
   }
@@ -451,11 +451,11 @@ function replayScreen() {
     r.seats.map((s) => h("option", { value: s, selected: s === r.seat }, `${r.names[s]}'s view`)));
   const slider = h("input", { type: "range", min: 0, max: r.last_step, value: r.step, id: "replay-slider", "aria-label": "Step", onchange: (e) => stepTo(+e.target.value) });
   const controls = h("div", { class: "tools replay-controls" },
-    h("button", { id: "first", onclick: () => stepTo(0), "aria-label": "First step" }, "⏮"),
+    h("button", { id: "first", onclick: () => stepTo(0), "aria-label": "First step" }, "|◀"),
     h("button", { id: "back", onclick: () => stepTo(r.step - 1), disabled: r.step === 0, "aria-label": "Step back" }, "◀ Back"),
     h("span", { id: "step-label" }, `Step ${r.step} of ${r.last_step}`),
     h("button", { id: "forward", onclick: () => stepTo(r.step + 1), disabled: r.step === r.last_step, "aria-label": "Step forward" }, "Forward ▶"),
-    h("button", { id: "last", onclick: () => stepTo(r.last_step), "aria-label": "Last step" }, "⏭"),
+    h("button", { id: "last", onclick: () => stepTo(r.last_step), "aria-label": "Last step" }, "▶|"),
     slider, seatSel, beliefSwitch(),
     S.info.search ? h("label", {}, h("input", { type: "checkbox", checked: S.search, onchange: (e) => { S.search = e.target.checked; stepTo(r.step); } }), " search") : null);
   const g = { ...r, hand: r.table.hand, drawn: r.table.drawn, kind: "replay", done: r.table.done };
