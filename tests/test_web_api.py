@@ -242,3 +242,49 @@ def test_page_advice_with_search_is_the_trackers(games_dir):
     assert page["advice"] == t.advice(use_search=True, key=jax.random.PRNGKey(0))
     words = page["advice_words"]
     assert words["recommended"]["source"] == "search" and len(words["values"]) == len(page["advice"]["legal"])
+
+
+def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
+    """``coupjax serve --host 0.0.0.0`` prints the address with a one-time token; the API
+    refuses requests without it.  Bad options are one line with exit status 2."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    from coupjax import cli
+    from tests.test_web_browser import free_port
+
+    for argv, says in ((["serve", "--port", "99999"], "port number"), (["serve", "--port", "x"], "port number")):
+        with pytest.raises(SystemExit) as info:
+            cli.main(argv)
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and len(err.splitlines()) == 1 and says in err
+    port = free_port()
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "coupjax", "serve", "--host", "0.0.0.0", "--port", str(port),
+                             "--games-dir", str(tmp_path / "g"), "--no-warm-up", "--no-search"], cwd=root,
+                            env=dict(os.environ, PYTHONPATH=str(root)), stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        token = lines[1].split("?token=")[1].split()[0]
+        assert f":{port}/?token={token}" in lines[1] and "one-time token" in lines[1]
+        url = f"http://127.0.0.1:{port}/api/games"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url, timeout=5)
+            except urllib.error.HTTPError as err:
+                assert err.code == 401
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError("the server did not answer")
+        with urllib.request.urlopen(urllib.request.Request(url, headers={HEADER: token}), timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read()) == {"games": []}
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -25,7 +25,7 @@ from coupjax import rules as R
 from coupjax.web import advice as A
 from coupjax.web import words as W
 from coupjax.web.store import GameStore
-from coupjax.web.table import BadRequest, _names
+from coupjax.web.table import BadRequest, seat_names
 
 MAX_BOT_STEPS = 2000  # a turn cap ends every match long before this
 
@@ -71,7 +71,7 @@ class PracticeGame:
         others = iter(opponents)
         specs = [None if s == seat else next(others) for s in range(n)]
         default = [("You" if s == seat else f"{specs[s]} {s}") for s in range(n)]
-        given = _names(names, n) if names else default
+        given = seat_names(names, n) if names else default
         meta = {"kind": cls.kind, "version": 1, "num_players": n, "seat": seat, "specs": specs, "seed": seed,
                 "names": given, "style": style, "created": time.time(), "warnings": []}
         game = cls(store, store.new_id("practice"), meta, Match(n, seed))

@@ -38,7 +38,7 @@ class BadRequest(ValueError):
         self.message, self.field = message, field
 
 
-def _names(names, n: int) -> list[str]:
+def seat_names(names, n: int) -> list[str]:
     if names is None:
         names = []
     if not isinstance(names, list) or len(names) > n or not all(isinstance(x, str) for x in names):
@@ -65,7 +65,7 @@ class TableGame:
         except TrackerError as err:
             raise BadRequest(str(err), err.field) from None
         meta = {"kind": cls.kind, "version": 1, "num_players": tracker.num_players, "seat": tracker.seat,
-                "hand": list(hand), "first": tracker.first, "names": _names(names, tracker.num_players),
+                "hand": list(hand), "first": tracker.first, "names": seat_names(names, tracker.num_players),
                 "style": style, "entries": [], "warnings": [], "created": time.time()}
         game = cls(store, store.new_id("table"), meta, tracker)
         game.save()
