@@ -198,6 +198,8 @@ def test_practice_to_the_end_and_its_replay(client, games_dir):
     for _ in range(300):
         if g["done"]:
             break
+        labels = [c["label"] for c in g["choices"]]
+        assert len(set(labels)) == len(labels), labels  # every tap says what it does
         g = client.post(f"/api/games/{g['id']}/act", json={"action": g["choices"][0]["action"]}).json()
     assert g["done"] and g["true_hands"] is not None
     m = Match.load(games_dir / f"{g['id']}.jsonl")  # a full match: replays exactly

@@ -125,7 +125,9 @@ class PracticeGame:
         hand = view["hand"]
         choices = []
         if not m.done and m.current_player == me:
-            choices = [{"label": W.action(names, me, a, view, me), "action": a} for a in m.legal_actions()]
+            own = m.hands[me]  # your own cards, in the engine's order (reveal:i loses the i-th)
+            choices = [{"label": f"Lose your {W.title(own[int(a[7:])])}" if a.startswith("reveal:")
+                        else W.action(names, me, a, view, me), "action": a} for a in m.legal_actions()]
         log = []
         for ev in m.events:
             mine = seat_event(ev, me, R.role_index(ev["redraw"]) if ev["redraw"] and _own_redraw(ev, me) else None,
