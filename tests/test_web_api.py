@@ -257,15 +257,18 @@ def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
     import urllib.request
     from pathlib import Path
 
+    import socket
+
     from coupjax import cli
-    from tests.test_web_browser import free_port
 
     for argv, says in ((["serve", "--port", "99999"], "port number"), (["serve", "--port", "x"], "port number")):
         with pytest.raises(SystemExit) as info:
             cli.main(argv)
         err = capsys.readouterr().err.strip()
         assert info.value.code == 2 and len(err.splitlines()) == 1 and says in err
-    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen([sys.executable, "-m", "coupjax", "serve", "--host", "0.0.0.0", "--port", str(port),
                              "--games-dir", str(tmp_path / "g"), "--no-warm-up", "--no-search"], cwd=root,
