@@ -18,6 +18,11 @@ programs speaking the bot protocol (docs/bot-protocol.md) and our policies
 beliefs and the advice at that seat's decisions; a bad line is reported with its line
 number after the valid steps before it, with exit status 1.
 
+``python -m coupjax serve [--host H] [--port P] [--games-dir DIR]``: the player's page
+(`coupjax.web`): a game at a real table entered by taps with advice, replay of any
+saved game, practice against our policies.  On an address other than 127.0.0.1 it
+prints a one-time token that the page asks for.
+
 Options mean the same before or after the subcommand.  Every mistake (a missing
 config, an unknown key, a count that is not positive, a run directory that already
 holds a run, a tuning seed) is reported as one line with exit status 2 before any
@@ -192,6 +197,30 @@ def _replay(args) -> None:
         raise SystemExit(1)
 
 
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number (1-65535), got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number (1-65535), got {value}")
+    return value
+
+
+def _serve(args) -> None:
+    from coupjax.web.server import serve
+    from coupjax.web.store import default_games_dir
+
+    games_dir = Path(args.games_dir) if args.games_dir else default_games_dir()
+    try:
+        games_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(PROG, f"argument --games-dir: {err}")
+    if not games_dir.is_dir():
+        fail(PROG, f"argument --games-dir: {games_dir} is not a directory")
+    serve(args.host, args.port, games_dir, search=not args.no_search, warm=not args.no_warm_up)
+
+
 def _add_options(p, top: bool) -> None:
     """The options, on the top-level parser (with defaults) and on each subcommand
     (without: a value given after the subcommand overrides one given before it, and an
@@ -225,7 +254,14 @@ def _add_options(p, top: bool) -> None:
                    "seat, else 0)")
     p.add_argument("--json", action="store_true", default=d(False), help="replay: one JSON object per step")
     p.add_argument("--no-search", action="store_true", default=d(False),
-                   help="replay: skip the search's advice (it compiles for a minute or so on a CPU)")
+                   help="replay, serve: skip the search's advice (it compiles for a minute or so on a CPU)")
+    p.add_argument("--host", default=d("127.0.0.1"), help="serve: the address to listen on (default 127.0.0.1; "
+                   "0.0.0.0 serves a phone on the local network and asks for a one-time token)")
+    p.add_argument("--port", type=_port, default=d(8000), help="serve: the port (default 8000)")
+    p.add_argument("--games-dir", default=d(None), metavar="DIR",
+                   help="serve: where games are saved (default ~/.local/share/coupjax/games)")
+    p.add_argument("--no-warm-up", action="store_true", default=d(False),
+                   help="serve: do not compile for a 4-player table at start")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -236,14 +272,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name, text in (("train", "short CPU training run plus its evaluation (the default job)"),
                        ("simulate", "batched random self-play with its figures"),
                        ("arena", "matches between bot programs and our policies"),
-                       ("replay", "every step of a saved game (a match or a seat record) with beliefs and advice")):
+                       ("replay", "every step of a saved game (a match or a seat record) with beliefs and advice"),
+                       ("serve", "the player's page: advice at a real table, replay and practice in a browser")):
         p = sub.add_parser(name, help=text)
         if name == "replay":
             p.add_argument("file", metavar="FILE.jsonl", help="a match saved by Match.save or a seat record")
         _add_options(p, top=False)
     args = parser.parse_args(argv)
     args.command = args.command or "train"
-    if args.command == "replay":
+    if args.command in ("replay", "serve"):
         return args
     if args.command == "simulate":
         args.games = 4096 if args.games is None else args.games
@@ -266,6 +303,8 @@ def main(argv=None) -> None:
         _arena(args)
     elif args.command == "replay":
         _replay(args)
+    elif args.command == "serve":
+        _serve(args)
     else:
         _train_and_evaluate(args)
 

@@ -1,0 +1,253 @@
+"""The page's HTTP side: a FastAPI app over the games directory.
+
+``create_app(games_dir, token=None, search=True)``.  ``/`` serves the page and
+``/static`` its files (plain HTML, CSS and JS in this package; nothing is fetched
+from elsewhere).  Everything under ``/api`` is JSON.  With a token (``coupjax serve
+--host 0.0.0.0``), every ``/api`` request must carry it -- in the ``X-Coupjax-Token``
+header or the cookie that opening ``/?token=...`` once sets -- or gets 401 and
+changes nothing.  A body the page never sends (an unknown key, a wrong type, an
+entry that is not an entry) gets 422 and a game that does not exist 404, both with a
+``detail`` that says what is wrong; neither changes anything.  A rule-breaking entry
+is not such a request: it is kept as a warning on the game (`coupjax.web.table`).
+
+The engine, the tracker and the search run under one lock: the page is one person's,
+and a game must not be changed by two requests at once.
+"""
+from __future__ import annotations
+
+import hmac
+import threading
+from importlib import resources
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from coupjax.policies.registry import describe_policies
+from coupjax.web.practice import PracticeGame
+from coupjax.web.replay import replay_frame
+from coupjax.web.store import GameStore, UnknownGame
+from coupjax.web.table import BadRequest, TableGame
+
+COOKIE = "coupjax_token"
+HEADER = "X-Coupjax-Token"
+Style = Literal["cautious", "balanced", "aggressive"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TableSetup(Strict):
+    num_players: int = Field(ge=2, le=6)
+    names: list[str] = []
+    seat: int = Field(ge=0, le=5)
+    hand: list[str]
+    first: int = Field(0, ge=0, le=5)
+    style: Style = "balanced"
+
+
+class PracticeSetup(Strict):
+    num_players: int = Field(ge=2, le=6)
+    names: list[str] = []
+    seat: int = Field(0, ge=0, le=5)
+    opponents: str | list[str] = "belief_ev"
+    seed: int | None = None
+    style: Style = "balanced"
+
+
+class EntryBody(Strict):
+    entry: dict[str, Any]
+    fixes: int | None = None
+
+
+class ActBody(Strict):
+    action: str
+
+
+class StyleBody(Strict):
+    style: Style
+
+
+class UploadBody(Strict):
+    name: str = Field("upload.jsonl", max_length=200)
+    text: str = Field(max_length=5_000_000)
+
+
+def _static():
+    return resources.files("coupjax.web") / "static"
+
+
+def create_app(games_dir, token: str | None = None, search: bool = True) -> FastAPI:
+    """The app (module doc); ``search=False`` leaves the search out of every advice."""
+    store = GameStore(games_dir)
+    lock = threading.RLock()
+    games: dict = {}
+    app = FastAPI(title="coupjax", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.store, app.state.lock, app.state.token, app.state.search = store, lock, token, search
+
+    def authorized(request: Request) -> bool:
+        if token is None:
+            return True
+        given = request.headers.get(HEADER) or request.cookies.get(COOKIE) or ""
+        return hmac.compare_digest(given.encode(), token.encode())
+
+    def check_token(request: Request) -> None:
+        if not authorized(request):
+            raise HTTPException(401, "missing or wrong token: open the address printed by coupjax serve "
+                                     "(it ends in ?token=...)")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request, exc):  # noqa: ANN001 - FastAPI signature
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+        return JSONResponse({"detail": f"{where}: {first.get('msg', 'invalid request')}" if where else
+                             first.get("msg", "invalid request"), "errors": exc.errors()[:5]}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request, exc):  # noqa: ANN001
+        detail = f"no game or page at {request.url.path}" if exc.status_code == 404 else exc.detail
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(BadRequest)
+    async def _bad(request, exc: BadRequest):  # noqa: ANN001
+        return JSONResponse({"detail": exc.message, "field": exc.field}, status_code=422)
+
+    @app.exception_handler(UnknownGame)
+    async def _unknown(request, exc: UnknownGame):  # noqa: ANN001
+        return JSONResponse({"detail": f"no game {exc.args[0]!r} in {store.root}"}, status_code=404)
+
+    def game(gid: str):
+        store.check_id(gid)
+        if gid not in games:
+            meta = store.read_meta(gid)
+            if meta is None or meta.get("kind") not in ("table", "practice"):
+                raise BadRequest(f"{gid} is a game file to replay, not a game to continue", "id")
+            cls = TableGame if meta["kind"] == "table" else PracticeGame
+            games[gid] = cls.load(store, gid, meta)
+        return games[gid]
+
+    def use_search(flag: int | None) -> bool:
+        return search and (flag is None or bool(flag))
+
+    def page(g, search_flag=None, advice: int = 0) -> dict:
+        if isinstance(g, PracticeGame):
+            return g.page(with_advice=bool(advice), use_search=use_search(search_flag))
+        return g.page(use_search=use_search(search_flag))
+
+    api = [Depends(check_token)]
+
+    @app.get("/", response_class=HTMLResponse)
+    def index(request: Request):
+        given = request.query_params.get("token")
+        if token is not None and given is not None:
+            if not hmac.compare_digest(given.encode(), token.encode()):
+                return HTMLResponse(_page("token.html").replace("{{message}}", "That token is wrong."), 401)
+            resp = RedirectResponse("/", status_code=303)
+            resp.set_cookie(COOKIE, token, httponly=True, samesite="strict")
+            return resp
+        if not authorized(request):
+            return HTMLResponse(_page("token.html").replace("{{message}}", ""), 401)
+        return HTMLResponse(_page("index.html"))
+
+    app.mount("/static", StaticFiles(directory=str(_static())), name="static")
+
+    @app.get("/api/info", dependencies=api)
+    def info():
+        return {"policies": describe_policies(), "styles": ["cautious", "balanced", "aggressive"],
+                "roles": ["duke", "assassin", "captain", "ambassador", "contessa"], "search": search,
+                "games_dir": str(store.root)}
+
+    @app.get("/api/games", dependencies=api)
+    def list_games():
+        return {"games": store.list()}
+
+    @app.post("/api/games", dependencies=api)
+    def new_table(body: TableSetup):
+        with lock:
+            g = TableGame.create(store, body.num_players, body.names, body.seat, body.hand, body.first, body.style)
+            games[g.id] = g
+            return page(g)
+
+    @app.post("/api/practice", dependencies=api)
+    def new_practice(body: PracticeSetup):
+        with lock:
+            g = PracticeGame.create(store, body.num_players, body.names, body.seat, body.opponents, body.seed,
+                                    body.style)
+            games[g.id] = g
+            return page(g)
+
+    @app.get("/api/games/{gid}", dependencies=api)
+    def get_game(gid: str, search: int | None = None, advice: int = 0):
+        with lock:
+            return page(game(gid), search, advice)
+
+    @app.post("/api/games/{gid}/entries", dependencies=api)
+    def enter(gid: str, body: EntryBody, search: int | None = None):
+        with lock:
+            g = game(gid)
+            if not isinstance(g, TableGame):
+                raise BadRequest("a practice match takes actions (/act), not entries", "entry")
+            outcome = g.enter(body.entry, body.fixes)
+            return {"outcome": outcome, "game": page(g, search)}
+
+    @app.post("/api/games/{gid}/act", dependencies=api)
+    def act(gid: str, body: ActBody, search: int | None = None):
+        with lock:
+            g = game(gid)
+            if not isinstance(g, PracticeGame):
+                raise BadRequest("a game at a table takes entries (/entries), not actions", "action")
+            g.act(body.action)
+            return page(g, search)
+
+    @app.post("/api/games/{gid}/undo", dependencies=api)
+    def undo(gid: str, search: int | None = None):
+        with lock:
+            g = game(gid)
+            if not isinstance(g, TableGame):
+                raise BadRequest("a practice match has no undo", "undo")
+            g.undo()
+            return page(g, search)
+
+    @app.post("/api/games/{gid}/warnings/{wid}/dismiss", dependencies=api)
+    def dismiss(gid: str, wid: int, search: int | None = None):
+        with lock:
+            g = game(gid)
+            if not isinstance(g, TableGame):
+                raise BadRequest("a practice match has no warnings", "warning")
+            g.dismiss(wid)
+            return page(g, search)
+
+    @app.post("/api/games/{gid}/style", dependencies=api)
+    def style(gid: str, body: StyleBody, search: int | None = None, advice: int = 0):
+        with lock:
+            g = game(gid)
+            g.set_style(body.style)
+            return page(g, search, advice)
+
+    @app.get("/api/games/{gid}/replay", dependencies=api)
+    def replay(gid: str, step: int = 0, seat: int | None = None, search: int | None = None,
+               style: Style = "balanced"):
+        with lock:
+            if not store.exists(gid):
+                raise UnknownGame(gid)
+            return replay_frame(store, gid, step, seat, use_search(search), style)
+
+    @app.post("/api/upload", dependencies=api)
+    def upload(body: UploadBody):
+        with lock:
+            return {"id": store.add_file(body.name, body.text)}
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status_code=204)
+
+    return app
+
+
+def _page(name: str) -> str:
+    return (_static() / name).read_text(encoding="utf-8")

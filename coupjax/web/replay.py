@@ -1,0 +1,72 @@
+"""Replay of a saved game on the page: the frames of `coupjax.tracker.replay`, in words.
+
+A file is replayed once (`load_game`, kept while the file is unchanged) and each step
+is one frame as the shown seat saw it -- the table before the step, the beliefs, the
+advice when that seat was to decide -- plus the step in words and, for a full match,
+the true hands (a seat record holds only what its seat knew).  A file with a bad line
+replays up to it and says which line and why.
+"""
+from __future__ import annotations
+
+import threading
+
+from coupjax import rules as R
+from coupjax.game import deal as P
+from coupjax.tracker.replay import frame, load_game
+from coupjax.web import advice as A
+from coupjax.web import words as W
+from coupjax.web.store import GameStore
+from coupjax.web.table import BadRequest
+
+_CACHE: dict = {}
+_LOCK = threading.Lock()
+
+
+def game_of(store: GameStore, gid: str):
+    path = store.record_path(store.check_id(gid))
+    stamp = path.stat().st_mtime_ns
+    with _LOCK:
+        hit = _CACHE.get(path)
+        if hit and hit[0] == stamp:
+            return hit[1]
+    game = load_game(path)
+    with _LOCK:
+        _CACHE[path] = (stamp, game)
+    return game
+
+
+def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_search: bool = True,
+                 style: str = "balanced") -> dict:
+    meta = store.read_meta(gid) or {}
+    game = game_of(store, gid)
+    total = len(game.states)
+    if total == 0:
+        return {"id": gid, "kind": game.kind, "steps": 0, "error": str(game.error) if game.error else None}
+    n = game.num_players
+    if game.seat is not None and seat is not None and seat != game.seat:
+        raise BadRequest(f"seat: this seat record shows seat {game.seat} only", "seat")
+    if seat is None:
+        seat = game.seat if game.seat is not None else meta.get("seat", 0)
+    if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < n:
+        raise BadRequest(f"seat: 0 to {n - 1}", "seat")
+    if not isinstance(step, int) or not 0 <= step < total:
+        raise BadRequest(f"step: 0 to {total - 1}", "step")
+    names = meta.get("names") or [f"Seat {s}" for s in range(n)]
+    fr = frame(game, step, seat, use_search)
+    if style != "balanced" and fr["advice"] is not None:
+        fr["advice"] = A.advice(game.states[step], seat, style, use_search)
+    table = dict(fr["table"], num_players=n)
+    true_hands = None
+    if game.kind == "match":
+        true_hands = [[R.ROLES[c] for c in h] for h in P.hands(game.states[step])]
+    return {
+        "id": gid, "kind": game.kind, "names": names, "seat": seat, "num_players": n, "step": step,
+        "steps": total, "last_step": total - 1, "table": table, "beliefs": fr["beliefs"],
+        "advice": fr["advice"],
+        "advice_words": A.describe(fr["advice"], names, seat, table, table["hand"], style),
+        "event": fr["event"], "event_text": W.event(names, fr["event"], seat) if fr["event"] else None,
+        "true_hands": true_hands, "seats": [game.seat] if game.seat is not None else list(range(n)),
+        "error": str(game.error) if game.error else None,
+        "log": [{"step": k, "text": W.event(names, e, seat if game.kind != "match" else None)}
+                for k, e in enumerate(game.events)] if step == 0 else None,
+    }

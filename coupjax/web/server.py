@@ -1,0 +1,70 @@
+"""`coupjax serve`: the page behind uvicorn, on this computer or the local network.
+
+On 127.0.0.1 (the default) the page needs no token.  On any other address a phone on
+the network can open it, so a one-time token is made at start and printed with the
+address to open (``http://ADDRESS:PORT/?token=...``); opening it once sets a cookie.
+The engine, the beliefs, the advisor and (unless ``--no-search``) the search are
+compiled for a 4-player table in the background as the server starts, so the first
+game does not wait for them.
+"""
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+import threading
+
+LOCAL = ("127.0.0.1", "localhost", "::1")
+
+
+def lan_address() -> str:
+    """This computer's address on the local network (no packet is sent)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.255", 1))
+        return s.getsockname()[0]
+    except OSError:
+        return socket.gethostname()
+    finally:
+        s.close()
+
+
+def warm_up(app, num_players: int = 4) -> None:
+    """Compile what a game needs (tracker, beliefs, advice, search) for one table size."""
+    from coupjax.tracker import Tracker
+    from coupjax.web import advice as A
+
+    with app.state.lock:
+        t = Tracker(num_players, 0, ("duke", "captain"), 0)
+        t.beliefs()
+        t.add({"seat": 0, "action": "tax"})
+        A.advice(t.state(), 0, "balanced", False)
+        t.add({"action": "all_passed"})
+        t.add({"seat": 1, "action": "steal:0"})
+        A.advice(t.state(), 0, "balanced", False)
+        if app.state.search:
+            A.advice(t.state(), 0, "balanced", True)
+        A.after_passes(t.state(), 0, [0])
+
+
+def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = True) -> None:
+    import uvicorn
+
+    from coupjax.web.app import create_app
+
+    token = None if host in LOCAL else secrets.token_urlsafe(9)
+    app = create_app(games_dir, token=token, search=search)
+    shown = lan_address() if host in ("0.0.0.0", "::") else host
+    url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"
+    print(f"coupjax: games in {app.state.store.root}", flush=True)
+    if token is None:
+        print(f"coupjax: open {url}", flush=True)
+    else:
+        print(f"coupjax: open {url}?token={token} (one-time token: {token})", flush=True)
+    if warm:
+        threading.Thread(target=warm_up, args=(app,), daemon=True, name="warm-up").start()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    except OSError as err:
+        print(f"coupjax: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None

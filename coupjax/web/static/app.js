@@ -1,0 +1,474 @@
+// coupjax: the player's page. Plain JS, no build step, nothing fetched but this server's /api.
+"use strict";
+
+const ROLES = ["duke", "assassin", "captain", "ambassador", "contessa"];
+const S = {
+  info: null, screen: "start", game: null, replay: null, pending: null, fixing: null,
+  beliefs: localStorage.getItem("coupjax.beliefs") || "both", search: true, version: 0,
+};
+window.coupjax = { timings: [], state: S };
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const cap = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
+const fmt = (x, d = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
+const sign = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
+
+function h(tag, attrs = {}, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "style") el.setAttribute("style", v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return el;
+}
+
+function toast(msg) {
+  const t = $("#toast");
+  t.textContent = msg;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), 6000);
+}
+
+async function api(method, path, body) {
+  $("#busy").hidden = false;
+  try {
+    const res = await fetch(path, {
+      method, headers: body ? { "Content-Type": "application/json" } : {},
+      body: body ? JSON.stringify(body) : undefined, credentials: "same-origin",
+    });
+    const data = await res.json().catch(() => ({ detail: res.statusText }));
+    if (!res.ok) throw new Error(data.detail || res.statusText);
+    return data;
+  } finally {
+    $("#busy").hidden = true;
+  }
+}
+
+function searchParam() { return S.search ? "" : "search=0"; }
+function withParams(path, ...ps) {
+  const q = ps.filter(Boolean).join("&");
+  return q ? `${path}?${q}` : path;
+}
+
+// ------------------------------------------------------------------ routing
+function go(hash) { if (location.hash !== hash) location.hash = hash; else route(); }
+window.addEventListener("hashchange", route);
+$("#home").addEventListener("click", () => go("#/"));
+
+async function route() {
+  const m = location.hash.match(/^#\/(game|replay)\/([^/?]+)(?:\/(\d+))?/);
+  S.pending = null; S.fixing = null;
+  try {
+    if (!S.info) S.info = await api("GET", "/api/info");
+    S.search = S.info.search && S.search;
+    if (m && m[1] === "game") {
+      S.screen = "game";
+      S.game = await api("GET", withParams(`/api/games/${m[2]}`, searchParam()));
+    } else if (m && m[1] === "replay") {
+      S.screen = "replay";
+      await loadReplay(m[2], Number(m[3] || 0), null);
+    } else {
+      S.screen = "start";
+      S.games = (await api("GET", "/api/games")).games;
+    }
+  } catch (e) {
+    toast(e.message);
+    S.screen = "start";
+    S.games = S.games || [];
+  }
+  render();
+}
+
+// ------------------------------------------------------------------ render
+async function render(t0) {
+  const app = $("#app");
+  app.replaceChildren(S.screen === "game" ? gameScreen() : S.screen === "replay" ? replayScreen() : startScreen());
+  S.version += 1;
+  app.dataset.version = S.version;
+  app.dataset.screen = S.screen;
+  if (t0 !== undefined) {
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    window.coupjax.timings.push({ ms: performance.now() - t0, advice: !!(S.game && S.game.advice) });
+  }
+}
+
+// ------------------------------------------------------------------ start
+function seatOptions(n, names, selected) {
+  return Array.from({ length: n }, (_, i) => h("option", { value: i, selected: i === selected }, names[i] || `Seat ${i}`));
+}
+
+function startScreen() {
+  $("#title").textContent = "Games";
+  const box = h("div", { class: "start" });
+  box.append(tableForm(), practiceForm(), savedGames());
+  return box;
+}
+
+function tableForm() {
+  const f = S.form || (S.form = { n: 4, names: ["Ann", "Bea", "Cal", "Dan", "Eve", "Fay"], seat: 0, first: 0, hand: ["duke", "captain"], style: "balanced" });
+  const sec = h("section", { class: "card", id: "new-table" }, h("h2", {}, "A game at a table"),
+    h("p", { class: "hint" }, "Enter what happens at a real table; the page advises you at your decisions."));
+  const players = h("select", { id: "t-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); f.first = Math.min(f.first, f.n - 1); render(); } },
+    [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)));
+  sec.append(h("label", {}, "Players ", players));
+  const names = h("div", { class: "names" });
+  for (let i = 0; i < f.n; i++) {
+    names.append(h("input", { id: `t-name-${i}`, value: f.names[i], "aria-label": `Name of seat ${i}`, oninput: (e) => (f.names[i] = e.target.value) }));
+  }
+  sec.append(h("div", { class: "field" }, h("span", {}, "Names, in seating order"), names));
+  sec.append(h("label", {}, "I am ", h("select", { id: "t-seat", onchange: (e) => (f.seat = +e.target.value) }, seatOptions(f.n, f.names, f.seat))));
+  sec.append(h("label", {}, "Starts ", h("select", { id: "t-first", onchange: (e) => (f.first = +e.target.value) }, seatOptions(f.n, f.names, f.first))));
+  const hand = h("span", {});
+  for (let k = 0; k < 2; k++) {
+    hand.append(h("select", { id: `t-card-${k}`, "aria-label": `My card ${k + 1}`, onchange: (e) => (f.hand[k] = e.target.value) },
+      ROLES.map((r) => h("option", { value: r, selected: r === f.hand[k] }, cap(r)))));
+  }
+  sec.append(h("label", {}, "My cards ", hand));
+  sec.append(styleSelect(f.style, (v) => (f.style = v), "t-style"));
+  sec.append(h("button", {
+    class: "primary", id: "start-table", onclick: async () => {
+      try {
+        const g = await api("POST", "/api/games", { num_players: f.n, names: f.names.slice(0, f.n), seat: f.seat, first: f.first, hand: f.hand, style: f.style });
+        S.game = g; go(`#/game/${g.id}`);
+      } catch (e) { toast(e.message); }
+    },
+  }, "Start"));
+  return sec;
+}
+
+function practiceForm() {
+  const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced" });
+  const pols = Object.keys(S.info.policies || {});
+  const sec = h("section", { class: "card", id: "new-practice" }, h("h2", {}, "Practice"),
+    h("p", { class: "hint" }, "Play a match against our bots: any registered policy, or a run or export directory."));
+  sec.append(h("label", {}, "Players ", h("select", { id: "p-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); render(); } },
+    [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)))));
+  sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => (f.seat = +e.target.value) },
+    Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
+  sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => (f.spec = e.target.value) },
+    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, p)))));
+  sec.append(h("label", {}, "or a checkpoint ", h("input", { id: "p-spec", placeholder: "runs/NAME/export", value: f.other, oninput: (e) => (f.other = e.target.value) })));
+  sec.append(styleSelect(f.style, (v) => (f.style = v), "p-style"));
+  sec.append(h("button", {
+    class: "primary", id: "start-practice", onclick: async () => {
+      try {
+        const g = await api("POST", "/api/practice", { num_players: f.n, seat: f.seat, opponents: f.other.trim() || f.spec, style: f.style });
+        S.game = g; go(`#/game/${g.id}`);
+      } catch (e) { toast(e.message); }
+    },
+  }, "Start practice"));
+  return sec;
+}
+
+function savedGames() {
+  const sec = h("section", { class: "card", id: "saved" }, h("h2", {}, "Saved games"));
+  const games = S.games || [];
+  if (!games.length) sec.append(h("p", { class: "hint" }, "None yet."));
+  const list = h("ul", { class: "games" });
+  for (const g of games) {
+    const when = new Date(g.modified * 1000).toLocaleString();
+    const who = g.names ? g.names.join(", ") : g.id;
+    const what = g.kind === "table" ? "table" : g.kind === "practice" ? "practice" : g.kind;
+    list.append(h("li", { "data-id": g.id },
+      h("span", { class: "g-main" }, h("b", {}, who), h("small", {}, ` ${what} · ${g.steps ?? "?"} steps${g.done ? " · over" : ""} · ${when}`)),
+      (g.kind === "table" || g.kind === "practice") && !g.done ? h("button", { onclick: () => go(`#/game/${g.id}`) }, "Continue") : null,
+      h("button", { onclick: () => go(`#/replay/${g.id}`) }, "Replay")));
+  }
+  sec.append(list);
+  const up = h("input", {
+    type: "file", accept: ".jsonl,.json,.txt", id: "upload", onchange: async (e) => {
+      const file = e.target.files[0];
+      if (!file) return;
+      try {
+        const { id } = await api("POST", "/api/upload", { name: file.name, text: await file.text() });
+        go(`#/replay/${id}`);
+      } catch (err) { toast(err.message); }
+    },
+  });
+  sec.append(h("label", { class: "field" }, "Replay a game file (a match or a seat record) ", up));
+  return sec;
+}
+
+function styleSelect(value, set, id) {
+  return h("label", {}, "Advice style ", h("select", { id, onchange: (e) => set(e.target.value) },
+    ["cautious", "balanced", "aggressive"].map((s) => h("option", { value: s, selected: s === value }, s))));
+}
+
+// ------------------------------------------------------------------ the table
+function beliefSwitch() {
+  const box = h("span", { class: "switch", role: "group", "aria-label": "Beliefs shown" });
+  for (const [k, label] of [["both", "Both"], ["exact", "Exact posterior"], ["coupvisor", "CoupVisor"]]) {
+    box.append(h("button", {
+      class: S.beliefs === k ? "on" : "", "data-belief": k,
+      onclick: () => { S.beliefs = k; localStorage.setItem("coupjax.beliefs", k); render(); },
+    }, label));
+  }
+  const legend = h("span", { class: "legend" }, "P(holds role): ");
+  if (S.beliefs !== "coupvisor") legend.append(h("i", { class: "exact" }), "exact posterior");
+  if (S.beliefs !== "exact") legend.append(h("i", { class: "coupvisor" }), "CoupVisor");
+  return h("span", { class: "tools" }, box, legend);
+}
+
+function bars(b) {
+  const box = h("div", { class: "bars" });
+  for (const r of ROLES) {
+    const row = h("div", { class: "bar-row", "data-role": r }, h("span", { class: "role" }, cap(r)));
+    const cell = h("span", { class: "bar-cell" });
+    const kinds = S.beliefs === "both" ? ["exact", "coupvisor"] : [S.beliefs];
+    for (const k of kinds) {
+      const p = b[k][r];
+      cell.append(h("span", { class: `bar ${k}`, title: `${k === "exact" ? "exact posterior" : "CoupVisor"}: ${fmt(p)}` },
+        h("span", { class: "fill", style: `width:${Math.round(p * 100)}%` }), h("span", { class: "num" }, fmt(p))));
+    }
+    row.append(cell);
+    box.append(row);
+  }
+  return box;
+}
+
+function cardChips(cards, cls) { return cards.map((c) => h("span", { class: `chip ${cls} ${c}` }, cap(c))); }
+
+function seatsView(g, table, trueHands) {
+  const grid = h("div", { class: "seats" });
+  const beliefs = Object.fromEntries((g.beliefs || []).map((b) => [b.seat, b]));
+  for (let s = 0; s < g.num_players; s++) {
+    const mine = s === g.seat;
+    const alive = table.hidden[s] > 0;
+    const cls = ["seat", mine ? "me" : "", table.current_player === s ? "turn" : "", alive ? "" : "out"].join(" ");
+    const card = h("div", { class: cls, "data-seat": s },
+      h("div", { class: "seat-head" }, h("b", {}, g.names[s]), mine && g.names[s] !== "You" ? h("small", {}, " (you)") : null,
+        table.current_player === s ? h("span", { class: "tag" }, "to act") : null,
+        h("span", { class: "coins", title: "coins" }, `${table.coins[s]} coins`)));
+    const info = h("div", { class: "seat-info" });
+    if (mine) info.append(h("div", {}, "Hand: ", ...cardChips(g.hand, "hand"), g.drawn && g.drawn.length ? [" drawn: ", ...cardChips(g.drawn, "hand")] : null));
+    else info.append(h("div", {}, `${table.hidden[s]} card${table.hidden[s] === 1 ? "" : "s"} in hand`));
+    if (trueHands && !mine && trueHands[s].length) info.append(h("div", { class: "true-hand" }, "True hand: ", ...cardChips(trueHands[s], "hand")));
+    if (table.revealed[s].length) info.append(h("div", {}, "Revealed: ", ...cardChips(table.revealed[s], "dead")));
+    const claims = Object.entries(table.claims[s]).map(([r, k]) => `${cap(r)}${k > 1 ? " ×" + k : ""}`);
+    const blocks = Object.entries(table.blocks[s]).map(([r, k]) => `${cap(r)}${k > 1 ? " ×" + k : ""}`);
+    if (claims.length) info.append(h("div", { class: "claims" }, "Claimed: " + claims.join(", ")));
+    if (blocks.length) info.append(h("div", { class: "claims" }, "Blocked with: " + blocks.join(", ")));
+    if (table.disproven[s].length) info.append(h("div", { class: "claims" }, "Caught bluffing: " + table.disproven[s].map(cap).join(", ")));
+    card.append(info);
+    if (!mine && beliefs[s]) card.append(bars(beliefs[s]));
+    grid.append(card);
+  }
+  return grid;
+}
+
+function adviceView(g, onRequest) {
+  const box = h("section", { class: "card advice", id: "advice", "aria-live": "polite" }, h("h3", {}, "Advice"));
+  const w = g.advice_words;
+  if (!w) {
+    if (onRequest && g.kind === "practice" && !g.done && g.table.current_player === g.seat) {
+      box.append(h("button", { id: "ask-advice", onclick: onRequest }, "Advice, please"));
+    } else {
+      box.append(h("p", { class: "hint" }, g.done ? "The game is over." : "Advice appears at your decisions."));
+    }
+    return box;
+  }
+  box.dataset.ready = "1";
+  if (g.advice_for === "if_passed") box.append(h("p", { class: "hint" }, "If everyone before you passes:"));
+  if (w.recommended) {
+    const r = w.recommended;
+    box.append(h("p", { class: "rec", id: "recommended" }, h("span", {}, "Recommended: "), h("b", {}, r.text),
+      r.value !== undefined && r.value !== null ? h("small", {}, ` (value ${sign(r.value)} ± ${fmt(r.se)})`) : null,
+      h("small", { class: "src" }, ` · ${r.source}`)));
+  }
+  if (w.challenge) {
+    const c = w.challenge;
+    box.append(h("div", { class: "call", id: "challenge-call" },
+      h("b", {}, `Challenge call: ${c.call}`), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
+      h("p", {}, c.sentence), c.note ? h("p", { class: "hint" }, c.note) : null, h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
+  }
+  if (w.block) box.append(h("div", { class: "call", id: "block-call" }, h("b", {}, `Block call: ${w.block.call === "pass" ? "don't block" : "block with " + cap(w.block.call.split(":")[1])}`), h("p", {}, w.block.sentence)));
+  if (w.values && w.values.length) {
+    const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
+    const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, −1 loss … +1 win, ± standard error):"));
+    for (const v of w.values) {
+      const left = 50 + (50 * Math.min(v.value, 0)) / top, width = (50 * Math.abs(v.value)) / top;
+      tbl.append(h("div", { class: "val-row" }, h("span", { class: "val-name" }, v.text),
+        h("span", { class: "val-bar" }, h("span", { class: `val-fill ${v.value >= 0 ? "pos" : "neg"}`, style: `left:${left}%;width:${width}%` })),
+        h("span", { class: "val-num" }, `${sign(v.value)} ± ${fmt(v.se)}`)));
+    }
+    box.append(tbl);
+  }
+  box.append(h("p", { class: "hint" }, `Style: ${w.style}.`));
+  return box;
+}
+
+function warningsView(g) {
+  const open = (g.warnings || []).filter((w) => w.status === "open");
+  const box = h("section", { class: "card warnings", id: "warnings", hidden: !open.length && !S.fixing },
+    h("h3", {}, "Warnings"));
+  for (const w of open) {
+    box.append(h("div", { class: "warning", "data-warning": w.id },
+      h("p", {}, h("b", {}, "Not entered: "), w.text),
+      h("p", { class: "rule" }, "Breaks the rule: ", w.rule_text || w.rule),
+      h("button", { class: "primary", onclick: () => correct(w) }, "Correct it"),
+      h("button", { onclick: () => dismiss(w) }, "Dismiss")));
+  }
+  if (S.fixing) box.append(h("p", { class: "hint" }, "Tap the right choice below: it replaces the entry in the warning."));
+  return box;
+}
+
+function entryView(g) {
+  const box = h("section", { class: "card entry", id: "entry" });
+  if (S.pending) {
+    const p = S.pending, ask = p.asks[p.idx];
+    box.append(h("p", { class: "question", "data-field": ask.field, "data-seat": ask.seat ?? null }, ask.question));
+    const opts = h("div", { class: "choices" });
+    for (const o of ask.options) opts.append(h("button", { class: "option", "data-testid": "option", "data-value": JSON.stringify(o.value), onclick: () => answer(o.value) }, o.label));
+    box.append(opts, h("button", { class: "link", onclick: () => { S.pending = null; render(); } }, "Cancel"));
+    return box;
+  }
+  if (g.done) return box;
+  box.append(h("p", { class: "prompt", id: "prompt" }, g.prompt));
+  const opts = h("div", { class: "choices" });
+  for (const c of g.choices) {
+    const e = c.entry || {};
+    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
+  }
+  box.append(opts);
+  return box;
+}
+
+function gameScreen() {
+  const g = S.game;
+  $("#title").textContent = g.kind === "practice" ? "Practice" : "At the table";
+  const tools = h("div", { class: "tools" }, beliefSwitch(),
+    styleSelect(g.style, async (v) => { S.game = await api("POST", withParams(`/api/games/${g.id}/style`, searchParam(), g.advice ? "advice=1" : ""), { style: v }); render(); }, "style"),
+    S.info.search ? h("label", {}, h("input", { type: "checkbox", id: "search-toggle", checked: S.search, onchange: (e) => { S.search = e.target.checked; route(); } }), " search") : null,
+    g.kind === "table" ? h("button", { id: "undo", disabled: !g.can_undo, onclick: undo }, "Undo") : null,
+    h("button", { onclick: () => go(`#/replay/${g.id}`) }, "Replay"));
+  const log = h("details", { class: "card log", id: "log", open: window.innerWidth > 900 },
+    h("summary", {}, `What happened (${g.log.length} steps)`),
+    h("ol", { start: 0 }, g.log.slice().reverse().map((e) => h("li", { value: e.step }, e.text))));
+  const right = h("div", { class: "side" }, adviceView(g, requestAdvice), warningsView(g));
+  const main = h("div", { class: "main-col" }, entryView(g), seatsView(g, g.table, g.true_hands));
+  if (g.done) main.prepend(h("p", { class: "over card", id: "game-over" }, g.prompt));
+  return h("div", { class: "game" }, tools, h("div", { class: "cols" }, main, right), log);
+}
+
+// ------------------------------------------------------------------ entering
+function choose(c) {
+  const entry = JSON.parse(JSON.stringify(c.entry));
+  if (c.asks.length) { S.pending = { entry, asks: c.asks, idx: 0, fixes: S.fixing }; render(); return; }
+  submit(entry, S.fixing);
+}
+
+function answer(value) {
+  const p = S.pending, ask = p.asks[p.idx];
+  if (ask.field === "bluff_caught") p.entry.bluff_caught = value;
+  else if (ask.field === "reveals") (p.entry.reveals = p.entry.reveals || []).push(ask.seat === null || ask.seat === undefined ? value : { seat: ask.seat, role: value });
+  else if (ask.field === "redraw") p.entry.redraw = value;
+  else if (ask.field === "drawn") (p.entry.drawn = p.entry.drawn || []).push(value);
+  p.idx += 1;
+  if (p.idx < p.asks.length) { render(); return; }
+  S.pending = null;
+  submit(p.entry, p.fixes);
+}
+
+async function submit(entry, fixes) {
+  const t0 = performance.now();
+  try {
+    const body = { entry };
+    if (fixes) body.fixes = fixes;
+    const res = await api("POST", withParams(`/api/games/${S.game.id}/entries`, searchParam()), body);
+    S.game = res.game;
+    const o = res.outcome;
+    if (o.status === "need") { S.pending = { entry: o.entry, asks: o.asks, idx: 0, fixes: o.fixes }; }
+    else if (o.status === "accepted") { S.fixing = null; }
+    else if (o.status === "warning") { S.fixing = null; }
+  } catch (e) { toast(e.message); }
+  render(t0);
+}
+
+function correct(w) {
+  const key = w.field ? w.field.replace(/\[.*$/, "") : null;
+  if (["reveals", "bluff_caught", "redraw", "drawn"].includes(key)) {
+    const entry = JSON.parse(JSON.stringify(w.entry));
+    delete entry[key];
+    if (key === "bluff_caught") delete entry.reveals;
+    submit(entry, w.id);
+  } else {
+    S.fixing = w.id;
+    render();
+  }
+}
+
+async function dismiss(w) {
+  try { S.game = await api("POST", withParams(`/api/games/${S.game.id}/warnings/${w.id}/dismiss`, searchParam())); } catch (e) { toast(e.message); }
+  S.fixing = null; render();
+}
+
+async function undo() {
+  const t0 = performance.now();
+  try { S.game = await api("POST", withParams(`/api/games/${S.game.id}/undo`, searchParam())); } catch (e) { toast(e.message); }
+  S.pending = null; render(t0);
+}
+
+async function act(action) {
+  const t0 = performance.now();
+  try { S.game = await api("POST", withParams(`/api/games/${S.game.id}/act`, searchParam()), { action }); } catch (e) { toast(e.message); }
+  render(t0);
+}
+
+async function requestAdvice() {
+  const t0 = performance.now();
+  try { S.game = await api("GET", withParams(`/api/games/${S.game.id}`, searchParam(), "advice=1")); } catch (e) { toast(e.message); }
+  render(t0);
+}
+
+// ------------------------------------------------------------------ replay
+async function loadReplay(id, step, seat) {
+  const q = [`step=${step}`, seat === null || seat === undefined ? "" : `seat=${seat}`, searchParam()];
+  const r = await api("GET", withParams(`/api/games/${id}/replay`, ...q));
+  if (r.log) S.replayLog = r.log; else if (!S.replay || S.replay.id !== id) S.replayLog = null;
+  S.replay = r;
+}
+
+async function stepTo(step, seat) {
+  const r = S.replay;
+  if (step < 0 || step > r.last_step) return;
+  try { await loadReplay(r.id, step, seat === undefined ? r.seat : seat); history.replaceState(null, "", `#/replay/${r.id}/${step}`); } catch (e) { toast(e.message); }
+  render();
+}
+
+function replayScreen() {
+  const r = S.replay;
+  $("#title").textContent = "Replay";
+  if (!r.steps) return h("div", { class: "card" }, h("p", {}, "This file has no valid steps."), r.error ? h("p", { class: "rule" }, r.error) : null);
+  const seatSel = h("select", { id: "replay-seat", onchange: (e) => stepTo(r.step, +e.target.value) },
+    r.seats.map((s) => h("option", { value: s, selected: s === r.seat }, `${r.names[s]}'s view`)));
+  const slider = h("input", { type: "range", min: 0, max: r.last_step, value: r.step, id: "replay-slider", "aria-label": "Step", onchange: (e) => stepTo(+e.target.value) });
+  const controls = h("div", { class: "tools replay-controls" },
+    h("button", { id: "first", onclick: () => stepTo(0), "aria-label": "First step" }, "|◀"),
+    h("button", { id: "back", onclick: () => stepTo(r.step - 1), disabled: r.step === 0, "aria-label": "Step back" }, "◀ Back"),
+    h("span", { id: "step-label" }, `Step ${r.step} of ${r.last_step}`),
+    h("button", { id: "forward", onclick: () => stepTo(r.step + 1), disabled: r.step === r.last_step, "aria-label": "Step forward" }, "Forward ▶"),
+    h("button", { id: "last", onclick: () => stepTo(r.last_step), "aria-label": "Last step" }, "▶|"),
+    slider, seatSel, beliefSwitch(),
+    S.info.search ? h("label", {}, h("input", { type: "checkbox", checked: S.search, onchange: (e) => { S.search = e.target.checked; stepTo(r.step); } }), " search") : null);
+  const g = { ...r, hand: r.table.hand, drawn: r.table.drawn, kind: "replay", done: r.table.done };
+  const next = h("p", { class: "card next", id: "replay-event" }, r.event_text ? [h("b", {}, "Next: "), r.event_text] : h("b", {}, r.table.done ? `Game over: ${r.names[r.table.winner]} won.` : "End of the file."));
+  const head = h("p", { class: "hint" }, `${r.kind === "match" ? "A full match: true hands shown." : "A seat record: what " + r.names[r.seat] + " knew."} Turn ${r.table.turn + 1}, ${r.table.done ? "over" : r.table.phase.replace("_", " ")}.`);
+  return h("div", { class: "game replay" }, controls, r.error ? h("p", { class: "card rule" }, `The file stops being valid here: ${r.error}`) : null,
+    head, h("div", { class: "cols" }, h("div", { class: "main-col" }, next, seatsView(g, r.table, r.true_hands)), h("div", { class: "side" }, adviceView(g))));
+}
+
+document.addEventListener("keydown", (e) => {
+  if (S.screen !== "replay" || e.target.tagName === "INPUT" || e.target.tagName === "SELECT") return;
+  if (e.key === "ArrowRight") stepTo(S.replay.step + 1);
+  if (e.key === "ArrowLeft") stepTo(S.replay.step - 1);
+});
+
+route();

@@ -1,0 +1,295 @@
+"""The page's HTTP API (`coupjax.web.app`) in-process with FastAPI's TestClient.
+
+A request that is not from the page (a wrong token, a malformed body, an event for a
+game that does not exist) gets a clear 4xx and changes no file; a rule-breaking entry
+is kept as a warning with its rule and the record stays as it was; undo and a restart
+give back the same game; the page's advice for a record and key is the tracker's.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jax
+import pytest
+from fastapi.testclient import TestClient
+
+from coupjax.match import Match
+from coupjax.tracker import Tracker
+from coupjax.web.app import HEADER, create_app
+
+TOKEN = "s3cret-token"
+SETUP = {"num_players": 4, "names": ["Ann", "Bea", "Cal", "Dan"], "seat": 0, "hand": ["duke", "duke"], "first": 1}
+# Bea taxes; Cal challenges and loses (Bea shows her Duke, so every Duke is accounted for); Cal loses a card
+OPENING = [{"seat": 1, "action": "tax"}, {"seat": 2, "action": "challenge", "bluff_caught": False}]
+CAL_LOSES = {"seat": 2, "action": "reveal", "reveals": [{"seat": 2, "role": "contessa"}]}
+FOURTH_DUKE = {"seat": 2, "action": "reveal", "reveals": [{"seat": 2, "role": "duke"}]}
+
+
+def snapshot(root):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def games_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("games")
+
+
+@pytest.fixture(scope="module")
+def client(games_dir):
+    app = create_app(games_dir, token=TOKEN, search=False)
+    return TestClient(app, headers={HEADER: TOKEN})
+
+
+def new_game(client, **over):
+    r = client.post("/api/games", json={**SETUP, **over})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def enter(client, gid, entry, fixes=None, status=200):
+    body = {"entry": entry} if fixes is None else {"entry": entry, "fixes": fixes}
+    r = client.post(f"/api/games/{gid}/entries", json=body)
+    assert r.status_code == status, r.text
+    return r.json()
+
+
+def test_wrong_or_missing_token_is_refused_and_changes_nothing(client, games_dir):
+    g = new_game(client)
+    before = snapshot(games_dir)
+    for headers in ({HEADER: "wrong"}, {HEADER: ""}):
+        bare = TestClient(client.app, headers=headers)
+        for method, path, body in (("get", "/api/games", None), ("get", f"/api/games/{g['id']}", None),
+                                   ("post", f"/api/games/{g['id']}/entries", {"entry": OPENING[0]}),
+                                   ("post", f"/api/games/{g['id']}/undo", None), ("post", "/api/games", SETUP)):
+            r = getattr(bare, method)(path, **({"json": body} if body else {}))
+            assert r.status_code == 401, (path, r.text)
+            assert "token" in r.json()["detail"]
+    assert snapshot(games_dir) == before
+    page = TestClient(client.app).get("/")
+    assert page.status_code == 401 and "token" in page.text  # the page asks for the token
+    opened = TestClient(client.app).get(f"/?token={TOKEN}", follow_redirects=False)
+    assert opened.status_code == 303 and "coupjax_token" in opened.headers["set-cookie"]
+
+
+@pytest.mark.parametrize("body, says", [
+    ({"entry": {"seat": 1, "action": "fly"}}, "action"),
+    ({"entry": {"seat": 1, "action": "tax", "colour": "red"}}, "colour"),
+    ({"entry": {"seat": "one", "action": "tax"}}, "seat"),
+    ({"entry": {"seat": 1, "action": "tax"}, "extra": 1}, "extra"),
+    ({"entry": [1, 2]}, "entry"),
+    ({}, "entry"),
+    ({"entry": {"seat": 1, "action": "tax"}, "fixes": 99}, "warning 99"),
+])
+def test_malformed_entry_is_a_422_and_changes_nothing(client, games_dir, body, says):
+    g = new_game(client)
+    before = snapshot(games_dir)
+    r = client.post(f"/api/games/{g['id']}/entries", json=body)
+    assert r.status_code == 422, r.text
+    assert says in r.json()["detail"], r.json()["detail"]
+    assert snapshot(games_dir) == before
+    assert client.get(f"/api/games/{g['id']}").json()["table"]["steps"] == 0
+
+
+def test_malformed_setup_and_non_json_are_422(client, games_dir):
+    before = snapshot(games_dir)
+    for body in ({**SETUP, "num_players": 7}, {**SETUP, "num_players": "4"}, {**SETUP, "hand": ["duke", "king"]},
+                 {**SETUP, "seat": 4}, {**SETUP, "style": "reckless"}, {"num_players": 4}):
+        r = client.post("/api/games", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert r.json()["detail"]
+    r = client.post("/api/games", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert snapshot(games_dir) == before
+
+
+def test_a_game_that_does_not_exist_is_a_404_and_changes_nothing(client, games_dir):
+    new_game(client)
+    before = snapshot(games_dir)
+    for method, path, body in (("post", "/api/games/20990101-000000-table-beef/entries", {"entry": OPENING[0]}),
+                               ("get", "/api/games/nope", None), ("post", "/api/games/nope/undo", None),
+                               ("get", "/api/games/nope/replay", None),
+                               ("post", "/api/games/..%2Fescape/entries", {"entry": OPENING[0]})):
+        r = getattr(client, method)(path, **({"json": body} if body else {}))
+        assert r.status_code == 404, (path, r.text)
+        assert "no game" in r.json()["detail"]
+    assert snapshot(games_dir) == before
+
+
+def test_rule_breaking_entry_is_a_warning_kept_apart_and_corrected(client, games_dir):
+    g = new_game(client)
+    gid = g["id"]
+    assert [c["label"] for c in g["choices"]][:3] == ["Bea takes income (+1)", "Bea takes foreign aid (+2)",
+                                                       "Bea claims Duke: tax (+3)"]
+    for e in OPENING:
+        assert enter(client, gid, e)["outcome"]["status"] == "accepted"
+    record = (games_dir / f"{gid}.jsonl").read_bytes()
+    out = enter(client, gid, FOURTH_DUKE)
+    w = out["outcome"]["warning"]
+    assert out["outcome"]["status"] == "warning" and w["field"] == "reveals" and "duke" in w["rule"]
+    assert (games_dir / f"{gid}.jsonl").read_bytes() == record  # the record stays as it was
+    page = out["game"]
+    assert page["table"]["steps"] == 2 and page["warnings"][0]["entry"] == FOURTH_DUKE  # nothing entered is lost
+    assert page["advice"] is None  # warnings are not advice
+    ask = enter(client, gid, {"seat": 2, "action": "reveal"}, fixes=w["id"])["outcome"]  # the page's "correct it"
+    assert ask["status"] == "need" and ask["asks"][0]["field"] == "reveals" and ask["fixes"] == w["id"]
+    fixed = enter(client, gid, CAL_LOSES, fixes=w["id"])
+    assert fixed["outcome"]["status"] == "accepted"
+    assert fixed["game"]["warnings"][0]["status"] == "corrected"
+    assert fixed["game"]["log"][-1]["text"] == "Cal loses a card; Cal revealed Contessa"
+
+
+def test_missing_facts_are_asked_for(client):
+    g = new_game(client, hand=["duke", "captain"], first=0)
+    gid = g["id"]
+    enter(client, gid, {"seat": 0, "action": "tax"})
+    ask = enter(client, gid, {"seat": 1, "action": "challenge", "bluff_caught": False})["outcome"]
+    assert ask["status"] == "need" and ask["asks"][0]["field"] == "redraw"  # your proven Duke is replaced
+    out = enter(client, gid, {**ask["entry"], "redraw": "contessa"})
+    assert out["outcome"]["status"] == "accepted" and sorted(out["game"]["hand"]) == ["captain", "contessa"]
+    lose = [c for c in out["game"]["choices"] if c["kind"] == "reveal"]
+    assert lose[0]["label"] == "Bea loses a card" and lose[0]["asks"][0]["field"] == "reveals"
+
+
+def test_undo_and_restart_give_back_the_same_game(client, games_dir):
+    g = new_game(client)
+    gid = g["id"]
+    for e in OPENING + [CAL_LOSES]:
+        enter(client, gid, e)
+    page = client.get(f"/api/games/{gid}").json()
+    enter(client, gid, {"seat": 2, "action": "income"})
+    undone = client.post(f"/api/games/{gid}/undo").json()
+    assert undone == page
+    fresh = TestClient(create_app(games_dir, token=TOKEN, search=False), headers={HEADER: TOKEN})
+    assert fresh.get(f"/api/games/{gid}").json() == page  # a restarted server resumes exactly
+    loaded = Tracker.load(games_dir / f"{gid}.jsonl")  # the record on disk is a seat record
+    assert loaded.num_steps == page["table"]["steps"]
+
+
+def test_page_advice_is_the_trackers(client):
+    """Same record, same key: the page's advice (search off here; with search in
+    test_web_browser's slow module) equals `Tracker.advice`."""
+    g = new_game(client, hand=["duke", "captain"], first=1)
+    entries = [{"seat": 1, "action": "tax"}, {"action": "all_passed"}, {"seat": 2, "action": "steal:0"}]
+    for e in entries:
+        page = enter(client, g["id"], e)["game"]
+    t = Tracker(4, 0, ("duke", "captain"), 1)
+    for e in entries:
+        t.add(e)
+    assert page["advice_for"] == "if_passed"
+    enter(client, g["id"], {"seat": 3, "action": "pass"})
+    page = client.get(f"/api/games/{g['id']}").json()
+    t.add({"seat": 3, "action": "pass"})
+    assert page["advice_for"] == "now"
+    assert page["advice"] == t.advice(use_search=False, key=jax.random.PRNGKey(0))
+    assert page["advice_words"]["challenge"]["call"] in ("challenge", "don't challenge")
+    cautious = client.post(f"/api/games/{g['id']}/style", json={"style": "cautious"}).json()
+    assert cautious["advice"]["challenge"]["theta"] < page["advice"]["challenge"]["theta"]
+
+
+def test_practice_to_the_end_and_its_replay(client, games_dir):
+    r = client.post("/api/practice", json={"num_players": 4, "seat": 1, "opponents": "random", "seed": 7})
+    assert r.status_code == 200, r.text
+    g = r.json()
+    assert client.post("/api/practice", json={"num_players": 3, "opponents": "no_such_bot"}).status_code == 422
+    assert client.post(f"/api/games/{g['id']}/act", json={"action": "fly"}).status_code == 422
+    adv = client.get(f"/api/games/{g['id']}?advice=1").json()
+    assert adv["advice"] is not None and adv["advice_words"]["recommended"]
+    for _ in range(300):
+        if g["done"]:
+            break
+        labels = [c["label"] for c in g["choices"]]
+        assert len(set(labels)) == len(labels), labels  # every tap says what it does
+        g = client.post(f"/api/games/{g['id']}/act", json={"action": g["choices"][0]["action"]}).json()
+    assert g["done"] and g["true_hands"] is not None
+    m = Match.load(games_dir / f"{g['id']}.jsonl")  # a full match: replays exactly
+    assert m.done and len(m.events) == len(g["log"])
+    first = client.get(f"/api/games/{g['id']}/replay?step=0&seat=0").json()
+    deal = json.loads((games_dir / f"{g['id']}.jsonl").read_text().splitlines()[0])
+    assert first["true_hands"] == deal["hands"]  # a full match shows the true hands
+    assert first["steps"] == len(m.events) + 1 and first["event_text"]
+    last = client.get(f"/api/games/{g['id']}/replay?step={len(m.events)}").json()
+    assert last["table"]["done"] and last["event_text"] is None
+    assert client.get(f"/api/games/{g['id']}/replay?step={len(m.events) + 1}").status_code == 422
+
+
+def test_upload_and_replay_a_seat_record(client, games_dir):
+    g = new_game(client)
+    for e in OPENING + [CAL_LOSES]:
+        enter(client, g["id"], e)
+    text = (games_dir / f"{g['id']}.jsonl").read_text()
+    gid = client.post("/api/upload", json={"name": "my game.jsonl", "text": text}).json()["id"]
+    frames = [client.get(f"/api/games/{gid}/replay?step={k}").json() for k in range(4)]
+    assert [f["kind"] for f in frames] == ["seat record"] * 4 and frames[0]["true_hands"] is None
+    assert frames[3]["table"]["revealed"][2] == ["contessa"] and frames[3]["event_text"] is None
+    assert client.get(f"/api/games/{gid}/replay?step=0&seat=1").status_code == 422  # only the recording seat
+    bad = client.post("/api/upload", json={"name": "bad", "text": text + "{oops\n"}).json()["id"]
+    r = client.get(f"/api/games/{bad}/replay?step=0").json()
+    assert "line 5" in r["error"] or ":5:" in r["error"]
+
+
+@pytest.mark.slow
+def test_page_advice_with_search_is_the_trackers(games_dir):
+    """With the search (it compiles for a minute on a CPU): the whole advice, values and
+    standard errors included, equals `Tracker.advice` with the same key."""
+    client = TestClient(create_app(games_dir, token=None, search=True))
+    g = new_game(client, hand=["duke", "captain"], first=1)
+    entries = [{"seat": 1, "action": "tax"}, {"action": "all_passed"}, {"seat": 2, "action": "steal:0"},
+               {"seat": 3, "action": "pass"}]
+    t = Tracker(4, 0, ("duke", "captain"), 1)
+    for e in entries:
+        page = enter(client, g["id"], e)["game"]
+        t.add(e)
+    assert page["advice_for"] == "now" and "search" in page["advice"]
+    assert page["advice"] == t.advice(use_search=True, key=jax.random.PRNGKey(0))
+    words = page["advice_words"]
+    assert words["recommended"]["source"] == "search" and len(words["values"]) == len(page["advice"]["legal"])
+
+
+def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
+    """``coupjax serve --host 0.0.0.0`` prints the address with a one-time token; the API
+    refuses requests without it.  Bad options are one line with exit status 2."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+    from pathlib import Path
+
+    import socket
+
+    from coupjax import cli
+
+    for argv, says in ((["serve", "--port", "99999"], "port number"), (["serve", "--port", "x"], "port number")):
+        with pytest.raises(SystemExit) as info:
+            cli.main(argv)
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and len(err.splitlines()) == 1 and says in err
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen([sys.executable, "-m", "coupjax", "serve", "--host", "0.0.0.0", "--port", str(port),
+                             "--games-dir", str(tmp_path / "g"), "--no-warm-up", "--no-search"], cwd=root,
+                            env=dict(os.environ, PYTHONPATH=str(root)), stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        token = lines[1].split("?token=")[1].split()[0]
+        assert f":{port}/?token={token}" in lines[1] and "one-time token" in lines[1]
+        url = f"http://127.0.0.1:{port}/api/games"
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(url, timeout=5)
+            except urllib.error.HTTPError as err:
+                assert err.code == 401
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise AssertionError("the server did not answer")
+        with urllib.request.urlopen(urllib.request.Request(url, headers={HEADER: token}), timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read()) == {"games": []}
+    finally:
+        proc.terminate()
+        proc.wait(20)

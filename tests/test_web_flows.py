@@ -1,0 +1,125 @@
+"""The long flows of the page in headless Chromium (slow): a whole advised 4-player game
+entered by taps -- a rule-breaking entry corrected, an undo, the server killed and
+restarted mid-game and the game resumed -- then replayed step by step; a practice match
+played to the end; the same game on a phone-sized viewport.  One server (with the
+search) per module; the driver is `tests/test_web_browser.py`'s.
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from coupjax.tracker import Tracker, public_view
+from tests.test_web_browser import (DESKTOP, PHONE, Server, answer, browser, choice, enter_event,  # noqa: F401
+                                    open_page, scripted_match, start_table, steps_shown, tap)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    games = tmp_path_factory.mktemp("flows") / "games"
+    games.mkdir()
+    srv = Server(games, search=True)
+    yield srv
+    srv.stop()
+    shutil.rmtree(games, ignore_errors=True)
+
+
+def game_id(page) -> str:
+    return page.url.split("#/game/")[1].split("/")[0]
+
+
+def play_whole_game(page, server, seed, restart_at=None, undo_at=None):
+    """Enter every step of `scripted_match(seed)` by taps as seat 0; returns (game id, match)."""
+    m = scripted_match(seed)
+    start_table(page, ("duke", "duke"), first=1)
+    gid = game_id(page)
+    advised, undone = 0, False
+    for k, ev in enumerate(m.events):
+        if k == 2:  # Cal loses a card: first a fourth Duke (refused, kept as a warning), then corrected
+            tap(page, choice(page, "reveal", 2))
+            answer(page, "duke")
+            assert page.is_visible("#warnings") and "duke" in page.text_content("#warnings .rule")
+            assert steps_shown(page) == 2
+            tap(page, "#warnings button.primary")
+            answer(page, ev["reveals"][0]["role"])
+            assert page.is_hidden("#warnings")
+            continue
+        if undo_at is not None and k >= undo_at and not undone and ev["phase"] == "action" and ev["seat"] != 0:
+            undone = True
+            wrong = [a for a in page.locator("[data-testid=choice]").evaluate_all(
+                "els => els.map(e => e.dataset.action)") if a != ev["action"]][0]
+            tap(page, choice(page, wrong, ev["seat"]))
+            assert steps_shown(page) == k + 1
+            tap(page, "#undo")
+            assert steps_shown(page) == k
+        if k == restart_at:
+            server.kill()
+            server.start()
+            page.reload()
+            page.wait_for_selector("[data-testid=choice]")
+            assert steps_shown(page) == k
+        if ev["seat"] == 0 and ev["phase"] == "action":
+            assert page.locator("#advice #recommended").count() == 1, f"no advice at step {k}"
+            assert page.locator("#advice .val-row").count() >= 1  # the search's values
+            advised += 1
+        enter_event(page, ev, me=0)
+        assert steps_shown(page) == k + 1, f"step {k}: {ev}"
+    assert page.locator("#game-over").count() == 1
+    assert advised >= 1 and undone == (undo_at is not None)
+    return gid, m
+
+
+def check_record(server, gid, m):
+    t = Tracker.load(server.games_dir / f"{gid}.jsonl")
+    assert [public_view(e) for e in t.events] == [public_view(e) for e in m.events]
+
+
+def test_whole_advised_game_with_warning_undo_restart_and_replay(server, browser):
+    page = open_page(browser, server.url, DESKTOP)
+    gid, m = play_whole_game(page, server, seed=11, restart_at=9, undo_at=6)
+    check_record(server, gid, m)
+    page.goto(server.url + f"#/replay/{gid}")
+    page.wait_for_selector("#step-label")
+    assert page.text_content("#step-label") == f"Step 0 of {len(m.events)}"
+    tap(page, "#forward")
+    tap(page, "#forward")
+    assert page.text_content("#step-label") == f"Step 2 of {len(m.events)}"
+    tap(page, "#back")
+    assert page.text_content("#step-label") == f"Step 1 of {len(m.events)}"
+    assert "challenges" in page.text_content("#replay-event")
+    for _ in range(5):
+        tap(page, "#forward")
+    tap(page, "#last")
+    assert "Game over" in page.text_content("#replay-event")
+    assert page.errors == []
+
+
+def test_practice_match_to_the_end(server, browser):
+    page = open_page(browser, server.url, DESKTOP)
+    page.select_option("#p-policy", "random")
+    page.click("#start-practice")
+    page.wait_for_selector("[data-testid=choice], #game-over")
+    asked = False
+    for _ in range(300):
+        if page.locator("#game-over").count():
+            break
+        if not asked:
+            tap(page, "#ask-advice")
+            assert page.locator("#advice #recommended").count() == 1
+            asked = True
+        tap(page, page.locator("[data-testid=choice]").first)
+    assert page.locator("#game-over").count() == 1
+    assert page.locator(".true-hand").count() >= 1  # the practice match shows the true hands at the end
+    assert page.errors == []
+
+
+def test_whole_game_on_a_phone(server, browser):
+    page = open_page(browser, server.url, PHONE)
+    gid, m = play_whole_game(page, server, seed=5)
+    check_record(server, gid, m)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390 + 1, f"the page is wider than the phone ({width}px)"
+    assert page.errors == []
