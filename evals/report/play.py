@@ -71,18 +71,22 @@ class TablePlayer:
     played), so every call uses one compilation.
     """
 
-    def __init__(self, env, entries, share_idx, batch: int = 2000, slack: float = 1.5):
+    def __init__(self, env, entries, share_idx, batch: int = 2000, slack: float = 1.5, capacity=None):
         self.env = env
         self.entries = list(entries)
         self.batch = int(batch)
         self.run = arena.make_table_runner(env, self.entries)
-        share_idx = np.asarray(share_idx)
-        reps = -(-self.batch // max(len(share_idx), 1))
-        sample = np.tile(share_idx, (reps, 1))[: self.batch] if len(share_idx) < self.batch else share_idx
-        # capacities of evenly interleaved batches: the shares of the whole
-        order = np.linspace(0, len(sample) - 1, self.batch).astype(int)
-        self.capacity = arena.capacities(sample[order], len(self.entries), slack)
+        self.capacity = (tuple(int(c) for c in capacity) if capacity is not None
+                         else self.capacities_of(share_idx, len(self.entries), self.batch, slack))
         self._rewards = jax.jit(lambda k, s, p: episode_rewards(env, k, s, p))
+
+    @staticmethod
+    def capacities_of(share_idx, num_entries: int, batch: int, slack: float = 1.5) -> tuple:
+        """`coupjax.arena.capacities` of a batch drawn evenly from ``share_idx`` (rows
+        like those to be played): the shares of the whole."""
+        share_idx = np.asarray(share_idx)
+        order = np.linspace(0, len(share_idx) - 1, batch).astype(int)
+        return tuple(int(c) for c in arena.capacities(share_idx[order], num_entries, slack))
 
     def play(self, idx, keys, progress=None, task=None) -> dict:
         idx = np.asarray(idx, np.int32)

@@ -1,0 +1,261 @@
+"""The evaluation suite on a tiny matrix: the JSON against metrics recomputed by hand from
+replayed games and recorded claims, resume without replay, the config's strictness,
+the scenarios, and the shared posterior of belief_ev."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+from coupjax import arena
+from coupjax.advice.action_ev import recommend_action
+from coupjax.advice.challenge import AdvisorParams, advise_challenge
+from coupjax.beliefs.posterior import exact_posterior
+from coupjax.env import Env
+from coupjax.game import board
+from coupjax.game.tables import tables
+from coupjax.policies import make_policy
+from coupjax.policies.common import bluff_actions
+from evals.report import scenarios as SC
+from evals.report.__main__ import main
+from evals.report.config import EvalConfigError, config_from_dict
+from evals.report.play import condition_weights, draw_condition_tables
+from evals.report.suite import table_keys
+from training.rewards import RewardInputs, shaped
+
+N = 4
+TINY = {
+    "policies": {"random": "random", "honest": "honest", "belief_ev": "belief_ev"},
+    "advised": {"honest+advisor": {"base": "honest", "belief": "exact"}},
+    "conditions": ["aggressive_heavy", "honest_heavy"], "seeds": [7, 8], "games": 12, "search_games": 0,
+    "cross_play_games": 6, "mixed_games": 10, "player_counts": [3, 4], "player_count_games": 6,
+    "position_games": 4, "advisor_games": 12, "scenarios": True, "batch": 32,
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    cfg = root / "eval.yaml"
+    cfg.write_text(yaml.safe_dump(TINY))
+    out = root / "out"
+    assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"]) == 0
+    return cfg, out, json.loads((out / "report.json").read_text())
+
+
+# ------------------------------------------------------------------ replay by hand
+def replay(env, policies, idx_row, key, seat):
+    """One game played step by step with the arena's key scheme; the tested seat's
+    counts and rewards computed transition by transition (training.rewards.shaped)."""
+    step = jax.jit(env.step)
+    pols = [jax.jit(p) for p in policies]
+    T = tables(env.num_players)
+    s = env.init(jax.random.fold_in(key, arena.INIT_STREAM))
+    t, c = 0, dict(decisions=0, bluffs=0, bluff_opportunities=0, challenges=0, challenge_opportunities=0, shaped=0.0)
+    prev_obs = None
+    while not bool(s.terminated):
+        k_pol, k_act, k_step = jax.random.split(jax.random.fold_in(key, t), 3)
+        p = int(s.current_player)
+        if p == seat:
+            obs = env.observe(s, seat)
+            if prev_obs is not None:  # the previous transition ends at this decision
+                c["shaped"] += float(shaped(RewardInputs(prev_obs, obs, False, False, 0.0), env.num_players))
+            prev_obs = obs
+        logits = pols[int(idx_row[p])](k_pol, s)
+        a = int(jax.random.categorical(k_act, logits))
+        if p == seat:
+            bl = np.asarray(bluff_actions(s.observation, s.legal_action_mask, env.num_players))
+            c["decisions"] += 1
+            c["bluff_opportunities"] += int(bl.any())
+            c["bluffs"] += int(bl[a])
+            chal = bool(s.legal_action_mask[T.challenge_id])
+            c["challenge_opportunities"] += int(chal)
+            c["challenges"] += int(chal and a == T.challenge_id)
+        alive_before = bool(board.alive(s)[seat])
+        s = step(s, jnp.int32(a), k_step)
+        t += 1
+        if prev_obs is not None and alive_before and (not bool(board.alive(s)[seat]) or bool(s.terminated)):
+            # the seat's game ends here: its last transition ends with this step
+            c["shaped"] += float(shaped(RewardInputs(prev_obs, env.observe(s, seat), True, False, 0.0),
+                                        env.num_players))
+            prev_obs = None
+    place = int(np.argsort(np.asarray(board.placements(s)))[seat]) + 1
+    c["wins"], c["placement"] = int(place == 1), place
+    return c
+
+
+def test_seat_table_rows_match_replayed_games(report):
+    _, out, rep = report
+    env = Env(N)
+    scripted = [make_policy(x, env) for x in ("random", "honest", "cautious", "aggressive", "bluffer")]
+    for label in ("random", "honest"):
+        tested = make_policy(label, env)
+        for ci, cond in enumerate(TINY["conditions"]):
+            tot = dict(games=0, wins=0, placement=0, shaped=0.0, bluffs=0, bluff_opportunities=0, challenges=0,
+                       challenge_opportunities=0)
+            for seed in TINY["seeds"]:
+                seats, opp = draw_condition_tables(TINY["games"], N, seed, condition_weights(cond))
+                keys = table_keys(seed, ci, TINY["games"])
+                idx = arena.seat_index(seats, opp, 5, N)
+                for g in range(TINY["games"]):
+                    c = replay(env, scripted + [tested], idx[g], keys[g], int(seats[g]))
+                    tot["games"] += 1
+                    for k in tot:
+                        if k != "games":
+                            tot[k] += c[k]
+            row = rep["policies"][label][cond]
+            assert row["games"] == tot["games"] and row["wins"] == tot["wins"]
+            assert row["win_rate"] == pytest.approx(tot["wins"] / tot["games"])
+            assert row["mean_placement"] == pytest.approx(tot["placement"] / tot["games"])
+            assert row["shaped_reward"] == pytest.approx(tot["shaped"] / tot["games"], abs=1e-6)
+            assert row["win_reward"] == pytest.approx(tot["wins"] / tot["games"])
+            for k in ("bluffs", "bluff_opportunities", "challenges", "challenge_opportunities"):
+                assert row[k] == tot[k], (label, cond, k)
+            lo, hi = row["ci95_low"], row["ci95_high"]
+            assert lo <= row["win_rate"] <= hi
+
+
+def test_advisor_counts_match_the_recorded_claims(report):
+    _, out, rep = report
+    for cond in TINY["conditions"]:
+        z = [np.load(out / "cells" / f"advisor__{cond}__s{s}.npz") for s in TINY["seeds"]]
+        y = np.concatenate([a["label"] for a in z])
+        for belief in ("exact", "coupvisor"):
+            q = np.concatenate([a[f"{belief}/challenge"] for a in z])
+            p_bluff = 1.0 - np.concatenate([a[f"{belief}/p_truth"] for a in z]).astype(np.float64)
+            m = rep["advisor"][belief][cond]
+            tp, fp = int((y & q).sum()), int((~y & q).sum())
+            fn, tn = int((y & ~q).sum()), int((~y & ~q).sum())
+            assert (m["tp"], m["fp"], m["fn"], m["tn"]) == (tp, fp, fn, tn)
+            prec = tp / (tp + fp) if tp + fp else 0.0
+            rec = tp / (tp + fn) if tp + fn else 0.0
+            f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+            assert m["f1"] == pytest.approx(f1)
+            assert m["brier"] == pytest.approx(np.mean((p_bluff - y) ** 2), rel=1e-5)
+            assert m["outcome_accuracy"] == pytest.approx((tp + tn) / len(y))
+            assert m["outcome_score"] == pytest.approx((tp - fp) / len(y))
+            b = np.clip(np.floor(p_bluff * 10).astype(int), 0, 9)
+            ece = sum(abs(p_bluff[b == i].mean() - y[b == i].mean()) * (b == i).sum() for i in range(10)
+                      if (b == i).any()) / len(y)
+            assert m["ece"] == pytest.approx(ece, abs=1e-6)
+            assert sum(k["claims"] for k in m["per_kind"].values()) == len(y)
+
+
+def test_report_files_tables_and_resume(report, tmp_path):
+    cfg, out, rep = report
+    for name in ("report.md", "report.json", "config.yaml", "meta.json"):
+        assert (out / name).is_file()
+    figs = {p.name for p in (out / "figures").glob("*.png")}
+    assert {"win_rates.png", "reliability.png", "cross_play.png", "ratings.png", "claim_errors.png"} <= figs
+    md = (out / "report.md").read_text()
+    for head in ("## Policies", "## The challenge advisor", "## Cross-play", "## Ratings", "## Scenario benchmark"):
+        assert head in md
+    labels = rep["cross_play"]["labels"]
+    assert np.asarray(rep["cross_play"]["win_rate"]).shape == (len(labels), len(labels))
+    assert set(rep["ratings"]) == set(labels)
+    assert set(rep["by_players"]) == {"3", "4"}
+    on = rep["advice_on_off"]["honest+advisor"]["aggressive_heavy"]
+    assert on["off"] == rep["policies"]["honest"]["aggressive_heavy"]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["git_commit"] and meta["versions"]["jax"]
+    # resume: every cell reused, nothing replayed, the same figures
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb", "--resume"]) == 0
+    again = json.loads((out / "report.json").read_text())
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
+    assert len(again["meta"]["cells_reused"]) == len([p for p in before if p.endswith(".json")])
+    again.pop("meta"), rep_copy = dict(rep), None
+    rep_copy.pop("meta")
+    assert again == rep_copy
+
+
+def test_interrupted_report_resumes_only_missing_cells(report, tmp_path):
+    cfg, out, _ = report
+    part = tmp_path / "part"
+    (part / "cells").mkdir(parents=True)
+    for p in (out / "cells").iterdir():
+        if p.name.startswith("seat__"):
+            (part / "cells" / p.name).write_bytes(p.read_bytes())
+    assert main(["--config", str(cfg), "--out", str(part), "--quiet", "--no-wandb", "--resume"]) == 0
+    meta = json.loads((part / "meta.json").read_text())
+    assert sorted(meta["cells_reused"]) == sorted(p.name[:-5].replace("__", "/") for p in (out / "cells").iterdir()
+                                                  if p.name.startswith("seat__") and p.name.endswith(".json"))
+    assert json.loads((part / "report.json").read_text())["policies"] == json.loads(
+        (out / "report.json").read_text())["policies"]
+
+
+# ------------------------------------------------------------------ config
+@pytest.mark.parametrize("change, words", [
+    ({"gmaes": 3}, "'gmaes' is not known; did you mean 'games'"),
+    ({"seeds": [7, 0]}, "tuning"),
+    ({"policies": {"x": "no_such_policy"}}, "policies.x"),
+    ({"conditions": ["nope"]}, "conditions"),
+    ({"advised": {"a": {"base": "honest", "belif": "exact"}}}, "advised.a.belif"),
+    ({"player_counts": [7]}, "player_counts"),
+])
+def test_config_names_the_wrong_key(change, words):
+    with pytest.raises(EvalConfigError, match=words):
+        config_from_dict({**TINY, **change})
+
+
+def test_cli_errors_are_one_line_with_status_2(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({**TINY, "seeds": [1000]}))
+    with pytest.raises(SystemExit) as e:
+        main(["--config", str(bad), "--out", str(tmp_path / "o")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("python -m evals.report: error:") and "1000" in err and "\n" not in err
+
+
+def test_the_default_config_loads():
+    from coupjax.paths import config_path
+    from evals.report.config import load_config
+
+    cfg = load_config(config_path("eval.yaml"))
+    assert cfg.games == 10000 and len(cfg.seeds) == 5 and cfg.cross_play_games == 2000
+    assert Path(cfg.policies["dqn_ref"]).is_dir()
+
+
+# ------------------------------------------------------------------ scenarios
+def test_scenarios_build_and_hard_facts_are_challenged():
+    built = SC.build_all()
+    assert len(built) >= 30
+    for s, m in built:
+        assert m.view()["phase"] == s.kind, s.name
+        legal = m.legal_actions()
+        assert s.sound_names(m) and all(a in legal for a in s.sound_names(m)), s.name
+    for belief in ("exact", "coupvisor"):
+        got = SC.score_advisor(built, belief)
+        for s, _ in built:
+            if s.name.startswith(("impossible_", "caught_bluff_")):
+                assert got[s.name]["challenge"] and got[s.name]["p_truth"] == 0.0, (belief, s.name)
+    honest = SC.score_policy(make_policy("honest", Env(4)), built)
+    assert honest["early_tax_with_duke"]["hit"] and honest["impossible_tax"]["hit"]
+
+
+# ------------------------------------------------------------------ belief_ev's shared posterior
+def test_shared_posterior_changes_nothing():
+    env = Env(N)
+    run = arena.make_table_runner(env, [make_policy("bluffer", env), make_policy("aggressive", env)])
+    idx = jnp.asarray(np.random.default_rng(1).integers(0, 2, (48, N)), jnp.int32)
+    limit = jnp.asarray(np.random.default_rng(2).integers(0, 60, 48), jnp.int32)
+    states, _ = run(arena.game_keys(5, 0, 48), idx, step_limit=limit)
+    obs, mask = states.observation, states.legal_action_mask
+    params = AdvisorParams()
+
+    def both(o, m):
+        post = exact_posterior(o, N, params.posterior_params())
+        return (recommend_action(o, m, N, params), recommend_action(o, m, N, params, posterior=post),
+                advise_challenge(o, N, "exact", params), advise_challenge(o, N, "exact", params, posterior=post))
+
+    a, b, c, d = jax.jit(jax.vmap(both))(obs, mask)
+    for x, y in ((a, b), (c, d)):
+        for k in x:
+            np.testing.assert_array_equal(np.asarray(x[k]), np.asarray(y[k]), err_msg=k)
+    assert bool(np.asarray(c["decision"]).any())
