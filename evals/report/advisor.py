@@ -33,7 +33,7 @@ from coupjax.advice import challenge as A
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
-from evals.advisor.record import NUM_PLAYERS, make_recorder, play_condition
+from evals.advisor.record import NUM_PLAYERS, QueueRecorder, play_condition
 from evals.advisor.score import SCORED, make_scorer
 
 N_BINS = 10
@@ -46,14 +46,14 @@ class AdvisorRecorder:
 
     def __init__(self, batch: int = 1000, params: A.AdvisorParams | None = None):
         self.env = Env(NUM_PLAYERS)
-        self.recorder = make_recorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES])
+        self.recorder = QueueRecorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES])
         self.scorer = make_scorer(NUM_PLAYERS, params or A.AdvisorParams())
         self.batch = batch
 
     def run(self, condition: str, seed: int, games: int):
         # the keys of evals.advisor.advisor_quality for the same seed and condition
         key = jax.random.fold_in(jax.random.PRNGKey(seed), list(CONDITIONS).index(condition))
-        rec = play_condition(self.recorder, key, condition, games, max(1, min(self.batch, games)))
+        rec = play_condition(self.recorder, key, condition, games, 1000)  # advisor_quality's chunk: its games
         adv = self.scorer(rec["obs"])
         out = {"label": rec["label"].astype(bool), "kind": rec["kind"].astype(np.int8),
                "game": rec["game"].astype(np.int32)}

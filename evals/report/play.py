@@ -17,8 +17,11 @@ episode reward of CoupVisor's shaped reward (`training.rewards.shaped`, B.1) and
 the potential ``coins + opponents eliminated``, so the sum over a seat's transitions is
 that potential at the end of its game (the end of the match, or the step that
 eliminated it) minus its value at its first decision: ``coins_end - coins_start +
-opponents eliminated before the seat's end``, which the final state and the placements
-give (tests/test_report.py recomputes it transition by transition).
+opponents eliminated before the seat's end``, which the final coins, alive flags and
+placements give (tests/test_report.py recomputes it transition by transition).
+
+The queue runner (`coupjax.arena.make_queue_runner`) keeps ``batch`` slots busy: a
+slot whose game ends takes the next, so a batch no longer waits for its longest game.
 """
 from __future__ import annotations
 
@@ -27,9 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import arena
-from coupjax.game import board
+from coupjax import rules as R
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 
+SLACK = 1.3  # capacity over the expected demand per iteration
 STAT_KEYS = ("wins", "placement", "decisions", "bluffs", "bluff_opportunities", "challenges",
              "challenge_opportunities", "entropy", "shaped", "win_reward")
 
@@ -48,64 +52,70 @@ def draw_condition_tables(num_games: int, num_players: int, seed: int, weights) 
     return seats, opp
 
 
-def episode_rewards(env, keys, final_state, placement):
-    """(shaped f32[B, n], win f32[B, n]): episode rewards of every seat (module doc)."""
-    n = env.num_players
-    start = jax.vmap(lambda k: board.coins(env.init(jax.random.fold_in(k, arena.INIT_STREAM))))(keys)
-    alive = jax.vmap(board.alive)(final_state)
-    coins = jax.vmap(board.coins)(final_state)
+def episode_rewards(coins, alive, placement, finished, num_players: int):
+    """(shaped f32[G, n], win f32[G, n]): episode rewards of every seat (module doc) from
+    the final coins, alive flags and placements (every game starts at `rules.START_COINS`)."""
+    coins, alive, placement = np.asarray(coins), np.asarray(alive, bool), np.asarray(placement)
     dead = (~alive).sum(axis=1, keepdims=True)
     # a survivor saw every eliminated opponent go; an eliminated seat those placed below it
-    gone = jnp.where(alive, dead, n - placement)
-    shaped = (coins - start + gone).astype(jnp.float32)
-    win = ((placement == 1) & final_state.terminated[:, None]).astype(jnp.float32)
+    gone = np.where(alive, dead, num_players - placement)
+    shaped = (coins - R.START_COINS + gone).astype(np.float32)
+    win = ((placement == 1) & np.asarray(finished, bool)[:, None]).astype(np.float32)
     return shaped, win
 
 
 class TablePlayer:
-    """Plays rows of seat policy indices into ``entries`` (policies) at one table size.
+    """Plays rows of seat policy indices into ``entries`` (policies) at one table size,
+    through `coupjax.arena.make_queue_runner` (``batch`` slots, games queued).
 
-    ``play(idx int32[R, n], keys [R, 2], progress=None, task=None) -> dict`` of
-    `STAT_KEYS` arrays [R, n] (NumPy), plus ``steps`` [R].  ``capacity`` (per entry) is
+    ``play(idx int32[G, n], keys [G, 2], progress=None, task=None) -> dict`` of
+    `STAT_KEYS` arrays [G, n] (NumPy), plus ``steps`` [G].  ``capacity`` (per entry) is
     fixed at construction from the seat shares of ``share_idx`` (rows like those to be
-    played), so every call uses one compilation.
+    played), and calls hold ``queue`` games (the last one padded), so every call uses
+    one compilation.
     """
 
-    def __init__(self, env, entries, share_idx, batch: int = 2000, slack: float = 1.5, capacity=None):
+    def __init__(self, env, entries, share_idx, batch: int = 2000, slack: float = SLACK, capacity=None,
+                 queue: int | None = None):
         self.env = env
         self.entries = list(entries)
         self.batch = int(batch)
-        self.run = arena.make_table_runner(env, self.entries)
+        self.queue = int(queue or 16 * self.batch)
+        self.run = arena.make_queue_runner(env, self.entries, self.batch)
         self.capacity = (tuple(int(c) for c in capacity) if capacity is not None
                          else self.capacities_of(share_idx, len(self.entries), self.batch, slack))
-        self._rewards = jax.jit(lambda k, s, p: episode_rewards(env, k, s, p))
 
     @staticmethod
-    def capacities_of(share_idx, num_entries: int, batch: int, slack: float = 1.5) -> tuple:
-        """`coupjax.arena.capacities` of a batch drawn evenly from ``share_idx`` (rows
-        like those to be played): the shares of the whole."""
-        share_idx = np.asarray(share_idx)
-        order = np.linspace(0, len(share_idx) - 1, batch).astype(int)
-        return tuple(int(c) for c in arena.capacities(share_idx[order], num_entries, slack))
+    def capacities_of(share_idx, num_entries: int, batch: int, slack: float = SLACK) -> tuple:
+        """Per entry, games served per iteration: its share of the seats in ``share_idx``
+        (rows like those to be played) x ``batch`` x ``slack``, plus 8, rounded up to a
+        multiple of 8 (0 for an entry seated nowhere).  With slots refilled the demand per
+        iteration stays near share x batch, so a small slack suffices; games beyond a
+        capacity wait an iteration (results do not change)."""
+        idx = np.asarray(share_idx)
+        share = np.bincount(idx.ravel(), minlength=num_entries)[:num_entries] / max(idx.size, 1)
+        caps = np.where(share > 0, np.ceil((slack * share * batch + 8) / 8) * 8, 0)
+        return tuple(int(min(c, batch)) for c in caps)
 
     def play(self, idx, keys, progress=None, task=None) -> dict:
         idx = np.asarray(idx, np.int32)
-        R = len(idx)
+        keys = np.asarray(keys)
+        G, n = idx.shape
         out = {k: [] for k in (*STAT_KEYS, "steps")}
-        for start in range(0, R, self.batch):
-            part = idx[start:start + self.batch]
-            k = keys[start:start + self.batch]
+        for start in range(0, G, self.queue):
+            part, k = idx[start:start + self.queue], keys[start:start + self.queue]
             real = len(part)
-            if real < self.batch:  # pad: one compiled shape
-                part = np.concatenate([part, np.repeat(part[-1:], self.batch - real, axis=0)])
-                k = jnp.concatenate([k, jnp.repeat(k[-1:], self.batch - real, axis=0)])
-            final, stats = self.run(k, part, capacity=self.capacity)
-            shaped, win = self._rewards(k, final, stats["placement"])
-            stats = jax.device_get(dict(stats, shaped=shaped, win_reward=win))
-            if not np.asarray(stats["finished"])[:real].all():
+            if real < self.queue:  # pad: one compiled shape
+                part = np.concatenate([part, np.repeat(part[-1:], self.queue - real, axis=0)])
+                k = np.concatenate([k, np.repeat(k[-1:], self.queue - real, axis=0)])
+            stats = jax.device_get(self.run(jnp.asarray(k), part, capacity=self.capacity))
+            stats = {key: np.asarray(v)[:real] for key, v in stats.items()}
+            if not stats["finished"].all():
                 raise RuntimeError("a game did not finish within the arena's step bound")
+            stats["shaped"], stats["win_reward"] = episode_rewards(stats["coins"], stats["alive"],
+                                                                   stats["placement"], stats["finished"], n)
             for key in out:
-                out[key].append(np.asarray(stats[key])[:real])
+                out[key].append(stats[key])
             if progress is not None:
                 progress.advance(task, real)
         return {key: np.concatenate(v) for key, v in out.items()}

@@ -41,6 +41,13 @@ MIXED_SLICE = 5000
 POSITION_ROWS_SEARCH = 400  # logged positions a search policy is scored on (cost)
 
 
+def queue_size(games: int, batch: int, most: int = 16) -> int:
+    """Games per call of a table player: a cell's games in the fewest calls of at most
+    ``most`` batches each, split evenly (little padding, one compiled shape per player)."""
+    calls = -(-games // (most * batch))
+    return max(1, -(-games // calls))
+
+
 def table_keys(seed: int, stream: int, count: int):
     """Game keys of a table set: ``fold_in(fold_in(PRNGKey(seed), stream), g)``."""
     return arena.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
@@ -87,7 +94,8 @@ class Suite:
                 groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
                 caps.append(TablePlayer.capacities_of(idx, len(entries), self.cfg.batch))
-            player = TablePlayer(env, entries, None, batch=self.cfg.batch, capacity=tuple(np.max(caps, axis=0)))
+            player = TablePlayer(env, entries, None, batch=self.cfg.batch, capacity=tuple(np.max(caps, axis=0)),
+                                 queue=queue_size(games * len(tested), self.cfg.batch))
             self._players[key] = (player, tested)
         return self._players[key]
 
@@ -183,7 +191,8 @@ class Suite:
                     idx[np.arange(g), seats] = i
                     groups.append(idx)
                 if player is None:
-                    player = TablePlayer(env, [pols[x] for x in labels], np.concatenate(groups), batch=cfg.batch)
+                    player = TablePlayer(env, [pols[x] for x in labels], np.concatenate(groups), batch=cfg.batch,
+                                         queue=queue_size(len(pairs) * g, cfg.batch))
                 order = interleave(groups)
                 idx = np.stack([groups[a][r] for a, r in order])
                 keys = np.asarray(table_keys(seed, 200 + part, g))
@@ -223,7 +232,8 @@ class Suite:
                 # n distinct policies per table (each seat its own team in the ratings)
                 idx = rng.random((g, len(labels))).argsort(axis=1)[:, :n].astype(np.int32)
                 if player is None:
-                    player = TablePlayer(env, [pols[x] for x in labels], idx, batch=cfg.batch)
+                    player = TablePlayer(env, [pols[x] for x in labels], idx, batch=cfg.batch,
+                                         queue=queue_size(g, cfg.batch))
                 keys = np.asarray(table_keys(seed, 300 + part, g))
                 task = self.task(f"mixed tables {part + 1}", g)
                 stats = player.play(idx, keys, self.progress, task)
