@@ -116,7 +116,7 @@ def stand_in_states(env):
 
 
 def make_row_scorer(env, policy):
-    """Jitted ``(keys, obs, mask, action, ev_raw, main) -> (p_action, regret)`` per row."""
+    """Jitted ``(keys, obs, mask, action, ev_raw, main) -> (probs, p_action, regret)`` per row."""
     states = stand_in_states(env)
 
     def f(keys, obs, mask, action, ev_raw, main):
@@ -129,7 +129,7 @@ def make_row_scorer(env, policy):
         pm = jnp.where(legal_main, p, 0.0)
         pm = pm / jnp.maximum(pm.sum(axis=1, keepdims=True), 1e-12)
         regret = jnp.where(main, best - (pm * ev).sum(axis=1), 0.0)
-        return p_action, regret
+        return p, p_action, regret
 
     return jax.jit(f)
 
@@ -143,6 +143,15 @@ def make_ev(env):
         return jnp.where(rec["rejected_bluff"], rec["ev"] + REJECTED_BLUFF_PENALTY, rec["ev"])
 
     return jax.jit(jax.vmap(one))
+
+
+def policy_probs(scorer, obs, mask, block: int = ROW_BLOCK) -> np.ndarray:
+    """f32[R, A]: a scorer's action distribution at observations with masks."""
+    R_ = len(obs)
+    keys = np.asarray(arena.game_keys(jax.random.PRNGKey(0), 0, R_))
+    zeros = np.zeros(mask.shape, np.float32)
+    return blocks(scorer, [keys, np.asarray(obs, np.float32), np.asarray(mask), np.zeros(R_, np.int32), zeros,
+                           np.zeros(R_, bool)], block)[0]
 
 
 def blocks(fn, arrays: list, block: int = ROW_BLOCK):
@@ -169,13 +178,13 @@ def select_rows(rows: dict, max_rows: int | None, seed: int) -> dict:
     return {k: v[idx] for k, v in rows.items() if isinstance(v, np.ndarray)}
 
 
-def score_policy(env, scorer, rows: dict, ev_raw: np.ndarray, seed: int) -> dict:
+def score_policy(env, scorer, rows: dict, ev_raw: np.ndarray, seed: int, block: int = ROW_BLOCK) -> dict:
     """Sums of one policy over the selected rows: ``winner_rows``, ``winner_match``
     (summed probability), ``main_rows``, ``regret`` (summed coins)."""
     keys = np.asarray(arena.game_keys(jax.random.PRNGKey(seed), 0, len(rows["action"])))
     main = rows["phase"] == R.PH_ACTION
-    p_action, regret = blocks(scorer, [keys, rows["obs"].astype(np.float32), rows["mask"], rows["action"], ev_raw,
-                                       main])
+    _, p_action, regret = blocks(scorer, [keys, rows["obs"].astype(np.float32), rows["mask"], rows["action"],
+                                          ev_raw, main], block)
     w = rows["winner_row"]
     return {"winner_rows": int(w.sum()), "winner_match": float(p_action[w].sum()), "main_rows": int(main.sum()),
             "regret": float(regret[main].sum())}

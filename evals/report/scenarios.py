@@ -237,15 +237,25 @@ def build_all(scenarios=SCENARIOS) -> list[tuple[Scenario, Match]]:
     return [(s, s.build()) for s in scenarios]
 
 
-def score_policy(policy, built) -> dict:
-    """name -> {mass, hit} of one policy over built scenarios (module doc); the policy is
-    called on the Match's state (it reads only the acting seat's observation and mask)."""
+def decision_inputs(built) -> tuple[np.ndarray, np.ndarray]:
+    """(observations [S, obs], legal masks [S, A]) of the built scenarios' decisions."""
+    return (np.stack([np.asarray(m.state.observation) for _, m in built]),
+            np.stack([np.asarray(m.state.legal_action_mask) for _, m in built]))
+
+
+def score_policy(policy, built, probs=None) -> dict:
+    """name -> {mass, hit} of one policy over built scenarios (module doc): ``policy`` is
+    called on each Match's state (it reads only the acting seat's observation and
+    mask), or ``probs`` [S, A] gives its distributions at `decision_inputs`."""
     out = {}
     for i, (s, m) in enumerate(built):
         n = m.num_players
-        logits = np.asarray(policy(jax.random.PRNGKey(i), m.state))
-        p = np.exp(logits - logits.max())
-        p = p / p.sum()
+        if probs is None:
+            logits = np.asarray(policy(jax.random.PRNGKey(i), m.state))
+            p = np.exp(logits - logits.max())
+            p = p / p.sum()
+        else:
+            p = np.asarray(probs[i], np.float64)
         seat = m.current_player
         ids = [R.action_id(a, seat, n) for a in s.sound_names(m)]
         out[s.name] = {"mass": float(p[ids].sum()), "hit": bool(int(np.argmax(p)) in ids)}
@@ -256,12 +266,15 @@ def score_advisor(built, belief: str, params: AdvisorParams | None = None) -> di
     """name -> {challenge, p_truth, theta, correct} of the advisor on scenarios with an
     ``advisor`` answer."""
     params = AdvisorParams() if params is None else params
+    sel = [(s, m) for s, m in built if s.advisor is not None]
+    if not sel:
+        return {}
+    n = sel[0][1].num_players
+    obs = jnp.asarray(np.stack([np.asarray(m.state.observation) for _, m in sel]))
+    adv = jax.jit(jax.vmap(lambda o: advise_challenge(o, n, belief, params)))(obs)
     out = {}
-    for s, m in built:
-        if s.advisor is None:
-            continue
-        adv = advise_challenge(jnp.asarray(m.state.observation), m.num_players, belief, params)
-        ch = bool(adv["challenge"])
-        out[s.name] = {"challenge": ch, "p_truth": float(adv["p_truth"]), "theta": float(adv["theta"]),
+    for i, (s, _) in enumerate(sel):
+        ch = bool(adv["challenge"][i])
+        out[s.name] = {"challenge": ch, "p_truth": float(adv["p_truth"][i]), "theta": float(adv["theta"][i]),
                        "correct": ch == s.advisor}
     return out

@@ -38,7 +38,7 @@ from evals.report.policies import build_policies, fits_table
 
 CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
 MIXED_SLICE = 5000
-POSITION_ROWS_SEARCH = 400  # logged positions a search policy is scored on (cost)
+POSITION_ROWS_SEARCH = 512  # logged positions a search policy is scored on (cost)
 
 
 def queue_size(games: int, batch: int, most: int = 16) -> int:
@@ -245,35 +245,47 @@ class Suite:
             place_all.append(np.asarray(cell["placement"]))
         return {"labels": labels, "idx": np.concatenate(idx_all), "placement": np.concatenate(place_all)}
 
+    def scorers(self) -> dict:
+        """label -> `positions.make_row_scorer` of every 4-player policy (compiled once,
+        shared by the offline metrics and the scenarios)."""
+        if not hasattr(self, "_scorers"):
+            env = self.env(self.cfg.num_players)
+            labels = self.labels_for(env.num_players, [*self.cfg.policies, *self.cfg.search_policies,
+                                                       *self.cfg.advised])
+            pols = build_policies(env, self.cfg, labels)
+            self._scorers = {x: POS.make_row_scorer(env, pols[x]) for x in labels}
+        return self._scorers
+
+    def block_of(self, label: str) -> int:
+        return POSITION_ROWS_SEARCH if label in self.cfg.search_policies else POS.ROW_BLOCK
+
     def position_cells(self) -> dict:
         cfg = self.cfg
         n = cfg.num_players
         if cfg.position_games == 0:
             return {}
         env = self.env(n)
-        labels = self.labels_for(n, [*cfg.policies, *cfg.search_policies, *cfg.advised])
         state = {}
 
         def compute(cond, seed):
             if not state:
                 state["logger"] = POS.make_logger(env)
                 state["ev"] = POS.make_ev(env)
-                pols = build_policies(env, cfg, labels)
-                state["scorers"] = {x: POS.make_row_scorer(env, pols[x]) for x in labels}
-            task = self.task(f"positions {cond} seed {seed}", len(labels) + 1)
+            scorers = self.scorers()
+            task = self.task(f"positions {cond} seed {seed}", len(scorers) + 1)
             rows = POS.log_positions(state["logger"], env, cond, cfg.position_games, seed)
             sel = POS.select_rows(rows, None, seed)
             ev = POS.blocks(state["ev"], [sel["obs"].astype(np.float32), sel["mask"]])
             if task is not None:
                 self.progress.advance(task)
             data = {"rows": int(len(rows["action"])), "overflow": rows["overflow"], "games": rows["games"]}
-            for x in labels:
-                if x in cfg.search_policies:
+            for x, scorer in scorers.items():
+                if x in cfg.search_policies:  # a seeded subsample: search costs ~100x a bot
                     small = POS.select_rows(sel, POSITION_ROWS_SEARCH, seed)
                     ev_small = POS.blocks(state["ev"], [small["obs"].astype(np.float32), small["mask"]])
-                    data[x] = POS.score_policy(env, state["scorers"][x], small, ev_small, seed)
+                    data[x] = POS.score_policy(env, scorer, small, ev_small, seed, self.block_of(x))
                 else:
-                    data[x] = POS.score_policy(env, state["scorers"][x], sel, ev, seed)
+                    data[x] = POS.score_policy(env, scorer, sel, ev, seed)
                 if task is not None:
                     self.progress.advance(task)
             self.finish(task)
@@ -314,14 +326,14 @@ class Suite:
 
         def compute():
             built = SC.build_all()
-            env = self.env(4)
-            labels = self.labels_for(4, [*cfg.policies, *cfg.search_policies, *cfg.advised])
-            pols = build_policies(env, cfg, labels)
-            task = self.task("scenarios", len(labels) + 2)
+            obs, mask = SC.decision_inputs(built)
+            scorers = self.scorers() if cfg.num_players == 4 else {}
+            task = self.task("scenarios", len(scorers) + 2)
             data = {"scenarios": [{"name": s.name, "kind": s.kind, "reason": s.reason, "sound": list(s.sound),
                                    "advisor": s.advisor} for s, _ in built], "policies": {}, "advisors": {}}
-            for x in labels:
-                data["policies"][x] = SC.score_policy(jax.jit(pols[x]), built)
+            for x, scorer in scorers.items():
+                probs = POS.policy_probs(scorer, obs, mask, self.block_of(x))
+                data["policies"][x] = SC.score_policy(None, built, probs)
                 if task is not None:
                     self.progress.advance(task)
             for belief in ("exact", "coupvisor"):
