@@ -25,6 +25,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from coupjax.game import board
 from coupjax.game.tables import tables
@@ -195,7 +197,8 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     return run
 
 
-def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, reload: int | None = None):
+def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, reload: int | None = None,
+                      devices=None):
     """A ``run(keys [G], seat_policy_index int32[G, n], params=None, capacity=None) -> stats``
     that plays G games through ``slots`` slots: a slot whose game ends takes the next
     game of the queue, so every iteration serves about ``slots`` live games instead of a
@@ -212,6 +215,11 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
     ``entropy``, ``placement``, ``wins``), plus ``coins`` and ``alive`` (the final
     state's), and per game ``steps`` and ``finished``.  No final states (their slots
     are reused).
+
+    ``devices`` (default: one): the queue is cut into one contiguous part per device,
+    each played by its own ``slots`` slots under `jax.shard_map` (no communication, so
+    each device's loop ends with its own games; `coupjax.devices.use_host_cores` makes
+    one device per CPU core).  A game's result does not depend on its part.
     """
     entries = list(policy_list)
     if not entries:
@@ -224,21 +232,23 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
     step = jax.vmap(env.step)
     init = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))
 
-    def play(keys, idx, params, capacity):
+    def play(keys, idx, params, capacity, count=None):
+        # games count .. G-1 are padding: never loaded (their rows stay zero)
         G = keys.shape[0]
+        count = G if count is None else jnp.minimum(count, G)
         policies = _branches(entries, params)
         zeros = lambda rows, dt=jnp.int32: {name: jnp.zeros((rows, n), dt) for name in STAT_NAMES}  # noqa: E731
-        game = jnp.where(jnp.arange(B) < G, jnp.arange(B), G).astype(jnp.int32)
+        game = jnp.where(jnp.arange(B) < count, jnp.arange(B), G).astype(jnp.int32)
         s = init(keys[jnp.clip(game, 0, G - 1)])
         st = dict(zeros(B), entropy=jnp.zeros((B, n), jnp.float32))
         out = dict(zeros(G), entropy=jnp.zeros((G, n), jnp.float32), placement=jnp.zeros((G, n), jnp.int32),
                    coins=jnp.zeros((G, n), jnp.int32), alive=jnp.zeros((G, n), bool),
                    steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
-        carry = (s, jnp.zeros(B, jnp.int32), game, jnp.int32(min(B, G)), st, out, jnp.int32(0))
+        carry = (s, jnp.zeros(B, jnp.int32), game, jnp.minimum(B, count).astype(jnp.int32), st, out, jnp.int32(0))
 
         def cond(c):
             _, _, game, nxt, _, _, _ = c
-            return (game < G).any() | (nxt < G)
+            return (game < G).any() | (nxt < count)
 
         def body(c):
             s, t, game, nxt, st, out, it = c
@@ -259,7 +269,7 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
             idle = game >= G
             pick = jnp.nonzero(idle, size=R_, fill_value=B)[0]
             rank = jnp.arange(R_)
-            new_game = jnp.where((pick < B) & (nxt + rank < G), nxt + rank, G).astype(jnp.int32)
+            new_game = jnp.where((pick < B) & (nxt + rank < count), nxt + rank, G).astype(jnp.int32)
             take = new_game < G
             slot = jnp.where(take, pick, B)
             fresh = init(keys[jnp.clip(new_game, 0, G - 1)])
@@ -273,14 +283,38 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
         out["wins"] = ((out["placement"] == 1) & out["finished"][:, None]).astype(jnp.int32)
         return out
 
-    _run = jax.jit(play, static_argnames="capacity")
+    devs = list(devices) if devices is not None else []
+    D = max(len(devs), 1)
+    if D == 1:
+        _run = jax.jit(play, static_argnames="capacity")
+    else:
+        mesh = Mesh(np.array(devs), ("data",))
+
+        def sharded(keys, idx, params, capacity, count):
+            def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
+                return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
+            return jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data"), P(), P()), out_specs=P("data"),
+                                 check_vma=False)(keys, idx, params, count)
+
+        _run = jax.jit(sharded, static_argnames="capacity")
     default_params = tuple(entries[i].params for i in param_slots)
 
-    def run(keys, seat_policy_index, params=None, capacity=None):
+    def run(keys, seat_policy_index, params=None, capacity=None, count=None):
+        """``count``: only the first ``count`` games are real (the rest pad the queue to a
+        compiled shape; their rows are zero): one compilation serves any number of games."""
         idx = np.asarray(jax.device_get(seat_policy_index), np.int32)
         capacity = capacities(idx[:B], len(entries)) if capacity is None else tuple(int(c) for c in capacity)
         capacity = tuple(min(int(c), B) for c in capacity)
-        return _run(keys, jnp.asarray(idx), default_params if params is None else tuple(params), capacity=capacity)
+        G = idx.shape[0]
+        count = G if count is None else min(int(count), G)
+        pad = -G % D  # every device holds the same number of games
+        keys = jnp.asarray(keys)
+        if pad:
+            keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad, axis=0)])
+            idx = np.concatenate([idx, np.repeat(idx[-1:], pad, axis=0)])
+        prm = default_params if params is None else tuple(params)
+        out = _run(keys, jnp.asarray(idx), prm, capacity=capacity, count=jnp.int32(count))
+        return jax.tree.map(lambda x: x[:G], out) if pad else out
 
     return run
 

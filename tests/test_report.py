@@ -1,6 +1,11 @@
 """The evaluation suite on a tiny matrix: the JSON against metrics recomputed by hand from
 replayed games and recorded claims, resume without replay, the config's strictness,
-the scenarios, and the shared posterior of belief_ev."""
+the scenarios, and the shared posterior of belief_ev.
+
+The quick suite runs a micro matrix (two scripted policies, the seat tables only: one
+compilation of the table runner) and checks its JSON against replayed games and its
+resume; the tiny matrix with every stage (advisor, positions, cross-play, scenarios:
+several minutes of compilation on a shared 2-core CPU) is ``-m slow``."""
 from __future__ import annotations
 
 import json
@@ -30,7 +35,7 @@ from training.rewards import RewardInputs, shaped
 
 N = 4
 TINY = {
-    "policies": {"random": "random", "honest": "honest", "belief_ev": "belief_ev"},
+    "policies": {"random": "random", "honest": "honest", "bluffer": "bluffer", "belief_ev": "belief_ev"},
     "advised": {"honest+advisor": {"base": "honest", "belief": "exact"}},
     "conditions": ["aggressive_heavy", "honest_heavy"], "seeds": [7, 8], "games": 12, "search_games": 0,
     "cross_play_games": 6, "mixed_games": 10, "player_counts": [3, 4], "player_count_games": 6,
@@ -38,14 +43,30 @@ TINY = {
 }
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    root = tmp_path_factory.mktemp("report")
+# the quick suite's matrix: the seat tables of two scripted policies, nothing else
+MICRO = {
+    "policies": {"random": "random", "honest": "honest"}, "conditions": ["aggressive_heavy"], "seeds": [7],
+    "games": 10, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
+    "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8,
+}
+
+
+def run_report(root, matrix):
     cfg = root / "eval.yaml"
-    cfg.write_text(yaml.safe_dump(TINY))
+    cfg.write_text(yaml.safe_dump(matrix))
     out = root / "out"
     assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"]) == 0
     return cfg, out, json.loads((out / "report.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def micro(tmp_path_factory):
+    return run_report(tmp_path_factory.mktemp("micro"), MICRO)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    return run_report(tmp_path_factory.mktemp("report"), TINY)
 
 
 # ------------------------------------------------------------------ replay by hand
@@ -89,20 +110,19 @@ def replay(env, policies, idx_row, key, seat):
     return c
 
 
-def test_seat_table_rows_match_replayed_games(report):
-    _, out, rep = report
+def check_seat_rows(matrix, rep):
     env = Env(N)
     scripted = [make_policy(x, env) for x in ("random", "honest", "cautious", "aggressive", "bluffer")]
     for label in ("random", "honest"):
         tested = make_policy(label, env)
-        for ci, cond in enumerate(TINY["conditions"]):
+        for ci, cond in enumerate(matrix["conditions"]):
             tot = dict(games=0, wins=0, placement=0, shaped=0.0, bluffs=0, bluff_opportunities=0, challenges=0,
                        challenge_opportunities=0)
-            for seed in TINY["seeds"]:
-                seats, opp = draw_condition_tables(TINY["games"], N, seed, condition_weights(cond))
-                keys = table_keys(seed, ci, TINY["games"])
+            for seed in matrix["seeds"]:
+                seats, opp = draw_condition_tables(matrix["games"], N, seed, condition_weights(cond))
+                keys = table_keys(seed, ci, matrix["games"])
                 idx = arena.seat_index(seats, opp, 5, N)
-                for g in range(TINY["games"]):
+                for g in range(matrix["games"]):
                     c = replay(env, scripted + [tested], idx[g], keys[g], int(seats[g]))
                     tot["games"] += 1
                     for k in tot:
@@ -120,6 +140,34 @@ def test_seat_table_rows_match_replayed_games(report):
             assert lo <= row["win_rate"] <= hi
 
 
+def test_micro_report_rows_match_replayed_games(micro):
+    check_seat_rows(MICRO, micro[2])
+
+
+@pytest.mark.slow
+def test_seat_table_rows_match_replayed_games(report):
+    check_seat_rows(TINY, report[2])
+
+
+def test_micro_report_files_and_resume(micro):
+    cfg, out, rep = micro
+    for name in ("report.md", "report.json", "config.yaml", "meta.json"):
+        assert (out / name).is_file()
+    assert (out / "figures" / "win_rates.png").is_file()
+    assert rep["policies"]["honest"]["aggressive_heavy"]["games"] == MICRO["games"]
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["git_commit"] and meta["versions"]["jax"] and meta["stages"]["seat"]["cells"] == 1
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()}
+    assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb", "--resume"]) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
+    again = json.loads((out / "report.json").read_text())
+    assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7"]
+    assert again["policies"] == rep["policies"]
+    with pytest.raises(SystemExit):  # a folder with cells is not overwritten without --resume
+        main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"])
+
+
+@pytest.mark.slow
 def test_advisor_counts_match_the_recorded_claims(report):
     _, out, rep = report
     for cond in TINY["conditions"]:
@@ -146,6 +194,7 @@ def test_advisor_counts_match_the_recorded_claims(report):
             assert sum(k["claims"] for k in m["per_kind"].values()) == len(y)
 
 
+@pytest.mark.slow
 def test_report_files_tables_and_resume(report, tmp_path):
     cfg, out, rep = report
     for name in ("report.md", "report.json", "config.yaml", "meta.json"):
@@ -174,6 +223,7 @@ def test_report_files_tables_and_resume(report, tmp_path):
     assert again == rep_copy
 
 
+@pytest.mark.slow
 def test_interrupted_report_resumes_only_missing_cells(report, tmp_path):
     cfg, out, _ = report
     part = tmp_path / "part"
@@ -223,6 +273,7 @@ def test_the_default_config_loads():
 
 
 # ------------------------------------------------------------------ scenarios
+@pytest.mark.slow
 def test_scenarios_build_and_hard_facts_are_challenged():
     built = SC.build_all()
     assert len(built) >= 30
@@ -240,6 +291,7 @@ def test_scenarios_build_and_hard_facts_are_challenged():
 
 
 # ------------------------------------------------------------------ belief_ev's shared posterior
+@pytest.mark.slow
 def test_shared_posterior_changes_nothing():
     env = Env(N)
     run = arena.make_table_runner(env, [make_policy("bluffer", env), make_policy("aggressive", env)])
@@ -262,6 +314,7 @@ def test_shared_posterior_changes_nothing():
 
 
 # ------------------------------------------------------------------ the faster loops give the same games
+@pytest.mark.slow
 def test_queue_runner_plays_the_same_games_as_the_table_runner():
     env = Env(N)
     pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
@@ -278,6 +331,7 @@ def test_queue_runner_plays_the_same_games_as_the_table_runner():
     np.testing.assert_array_equal(np.asarray(jax.vmap(board.alive)(final)), np.asarray(b["alive"]))
 
 
+@pytest.mark.slow
 def test_queue_recorder_records_the_same_claims():
     from coupjax.policies.pools import SCRIPTED_NAMES
     from evals.advisor.record import QueueRecorder, make_recorder, play_condition
@@ -291,3 +345,51 @@ def test_queue_recorder_records_the_same_claims():
     for k in ("obs", "label", "kind", "step", "game"):
         np.testing.assert_array_equal(a[k], b[k], err_msg=k)
     assert (a["overflow"], a["unfinished"]) == (b["overflow"], b["unfinished"])
+
+
+SPLIT_SCRIPT = """
+import sys, numpy as np, jax
+from coupjax import arena
+from coupjax.env import Env
+from coupjax.policies import make_policy
+from coupjax.policies.pools import SCRIPTED_NAMES
+from evals.advisor.record import QueueRecorder, play_condition
+assert len(jax.devices()) == 2
+env = Env(4)
+pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
+idx = np.random.default_rng(0).integers(0, 4, (95, 4)).astype(np.int32)
+out = arena.make_queue_runner(env, pols, slots=12, devices=jax.devices())(arena.game_keys(3, 0, 95), idx, count=90)
+rec = play_condition(QueueRecorder(env, [make_policy(x, env) for x in SCRIPTED_NAMES], slots=16, games_per_call=40,
+                                   devices=jax.devices()), jax.random.PRNGKey(5), "aggressive_heavy", 50, 25)
+np.savez(sys.argv[1], placement=np.asarray(out["placement"]), steps=np.asarray(out["steps"]),
+         label=rec["label"], game=rec["game"], step=rec["step"])
+"""
+
+
+@pytest.mark.slow
+def test_two_devices_play_the_same_games(tmp_path):
+    """The queue runner and the claim recorder split over two host devices (as the report
+    runs on a 2-core CPU) give one device's games and claims; padding games are never played."""
+    import os
+    import subprocess
+    import sys
+
+    from coupjax.policies.pools import SCRIPTED_NAMES
+    from evals.advisor.record import QueueRecorder, play_condition
+
+    f = tmp_path / "split.npz"
+    env_vars = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+                    PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    subprocess.run([sys.executable, "-c", SPLIT_SCRIPT, str(f)], check=True, env=env_vars)
+    got = np.load(f)
+    env = Env(N)
+    pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
+    idx = np.random.default_rng(0).integers(0, 4, (95, N)).astype(np.int32)
+    one = arena.make_queue_runner(env, pols, slots=24)(arena.game_keys(3, 0, 95), idx)
+    np.testing.assert_array_equal(got["placement"][:90], np.asarray(one["placement"])[:90])
+    np.testing.assert_array_equal(got["steps"][:90], np.asarray(one["steps"])[:90])
+    assert (got["steps"][90:] == 0).all() and (got["placement"][90:] == 0).all()
+    rec = play_condition(QueueRecorder(env, [make_policy(x, env) for x in SCRIPTED_NAMES], slots=16,
+                                       games_per_call=40), jax.random.PRNGKey(5), "aggressive_heavy", 50, 25)
+    for k in ("label", "game", "step"):
+        np.testing.assert_array_equal(got[k], rec[k], err_msg=k)

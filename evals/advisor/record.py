@@ -18,7 +18,8 @@ scored decision (up to `MAX_SCORED` per game; overflow is counted and reported) 
 observation (int16), the label, the claim kind and the step index to one flat buffer.
 Each game keeps the key chain of `make_recorder` (the plain vmapped loop, kept as the
 reference), so both record the same claims of the same games; the queue is about 5x
-faster (`python -m evals.report.bench`).  The advisor runs
+faster (`python -m evals.report.bench`); given several devices (one per CPU core, see
+`coupjax.devices`) it cuts each call's games into one part per device.  The advisor runs
 afterwards on the recorded rows (`evals.advisor.score`): the posterior costs about 5x
 a bot step, and in the loop it would run at every step, not only at the ~30 % of steps
 that are scored decisions.  This loop records claims; it counts no results (the
@@ -31,6 +32,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from coupjax import arena
 from coupjax.advice import challenge as A
@@ -119,12 +122,15 @@ class QueueRecorder:
 
     def __init__(self, env: Env, policy_list, slots: int = 1000, max_steps: int = MAX_STEPS,
                  max_scored: int = MAX_SCORED, games_per_call: int = 5000, rows_per_game: int = 64,
-                 capacity=None):
+                 capacity=None, devices=None):
         policies = list(policy_list)
         n = env.num_players
         T = tables(n)
-        B, K, Q = int(slots), int(max_scored), int(games_per_call)
-        M = Q * rows_per_game
+        devs = list(devices) if devices is not None else []
+        D = max(len(devs), 1)
+        B, K = max(8, int(slots) // D), int(max_scored)
+        Q = -(-int(games_per_call) // D) * D  # a multiple of D: each device gets Q / D games
+        M = Q // D * rows_per_game  # rows per device
         obs_size = env.observation_shape[0]
         step = jax.vmap(env.step)
         # every bot at its largest share of the conditions' seats, 1.3 x, +8, in eighths of 8
@@ -197,8 +203,18 @@ class QueueRecorder:
             out = jax.lax.while_loop(cond, body, carry)
             return out[7], out[8], out[9]
 
-        self._play = jax.jit(play)
+        def local(k, i):  # rows and their count with a leading device axis
+            rows, nrows, per = play(k, i)
+            return jax.tree.map(lambda x: x[None], (rows, nrows)) + (per,)
+
+        if D == 1:
+            self._play = jax.jit(local)
+        else:
+            mesh = Mesh(np.array(devs), ("data",))
+            self._play = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data")),
+                                               out_specs=P("data"), check_vma=False))
         self.rows_capacity = M
+        self.devices = D
 
     def __call__(self, game_keys, seat_idx) -> dict:
         game_keys, seat_idx = np.asarray(game_keys), np.asarray(seat_idx, np.int32)
@@ -211,10 +227,15 @@ class QueueRecorder:
                 k = np.concatenate([k, np.repeat(k[-1:], Q - real, axis=0)])
                 idx = np.concatenate([idx, np.repeat(idx[-1:], Q - real, axis=0)])
             rows, nrows, per = jax.device_get(self._play(jnp.asarray(k), jnp.asarray(idx)))
-            if int(nrows) > self.rows_capacity:
+            nrows = np.asarray(nrows).reshape(-1)
+            if int(nrows.max()) > self.rows_capacity:
                 raise RuntimeError(f"the recorder's row buffer ({self.rows_capacity}) overflowed: raise rows_per_game")
-            keep = np.asarray(rows["game"])[:int(nrows)] < real
-            flat = {key: np.asarray(v)[:int(nrows)][keep] for key, v in rows.items()}
+            per_dev = Q // len(nrows)  # device d played games d * per_dev ... of this call
+            flat = {key: np.concatenate([np.asarray(v)[d, :int(nrows[d])] for d in range(len(nrows))])
+                    for key, v in rows.items()}
+            flat["game"] = flat["game"] + np.repeat(np.arange(len(nrows)) * per_dev, nrows.astype(int))
+            keep = flat["game"] < real
+            flat = {key: v[keep] for key, v in flat.items()}
             order = np.lexsort((flat["step"], flat["game"]))
             flat = {key: v[order] for key, v in flat.items()}
             flat["game"] = flat["game"] + start

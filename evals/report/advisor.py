@@ -35,6 +35,7 @@ from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from evals.advisor.record import NUM_PLAYERS, QueueRecorder, play_condition
 from evals.advisor.score import SCORED, make_scorer
+from evals.report.shard import over_devices
 
 N_BINS = 10
 
@@ -46,8 +47,9 @@ class AdvisorRecorder:
 
     def __init__(self, batch: int = 1000, params: A.AdvisorParams | None = None):
         self.env = Env(NUM_PLAYERS)
-        self.recorder = QueueRecorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES])
-        self.scorer = make_scorer(NUM_PLAYERS, params or A.AdvisorParams())
+        self.recorder = QueueRecorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES],
+                                      devices=jax.devices())
+        self.scorer = make_scorer(NUM_PLAYERS, params or A.AdvisorParams(), compile=over_devices)
         self.batch = batch
 
     def run(self, condition: str, seed: int, games: int):

@@ -31,6 +31,7 @@ class CellStore:
         self.resume = resume
         self.dir.mkdir(parents=True, exist_ok=True)
         self.timings: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}  # CPU seconds (all threads) of the cells computed in this run
         self.reused: list[str] = []
 
     def _path(self, name: str, ext: str) -> Path:
@@ -71,6 +72,7 @@ class CellStore:
         got = self.get(name)
         if got is not None:
             return got
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         data, arrays = fn()
+        self.cpu[name] = time.process_time() - c0
         return self.put(name, data, arrays, time.perf_counter() - t0)

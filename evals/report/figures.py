@@ -7,6 +7,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 import numpy as np  # noqa: E402
 
 from coupjax import rules as R  # noqa: E402
@@ -19,7 +20,7 @@ def _save(fig, path: Path) -> str:
     return path.name
 
 
-def win_rates(rep: dict, path: Path) -> str:
+def win_rates(rep: dict, path: Path, num_players: int = 4) -> str:
     rows = {**rep["policies"], **rep.get("search_policies", {})}
     labels = list(rows)
     conds = sorted({c for r in rows.values() for c in r})
@@ -32,7 +33,7 @@ def win_rates(rep: dict, path: Path) -> str:
         lo = [q["win_rate"] - q["ci95_low"] if q else 0 for q in r]
         hi = [q["ci95_high"] - q["win_rate"] if q else 0 for q in r]
         ax.bar(x, y, w, yerr=[lo, hi], capsize=3, label=cond)
-    ax.axhline(0.25, color="grey", lw=0.8, ls="--")
+    ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
     ax.set_xticks(np.arange(len(labels)), labels, rotation=30, ha="right")
     ax.set_ylabel("win rate (95% Wilson interval)")
     ax.set_title("Win rate in one seat against the condition's scripted bots")
@@ -60,19 +61,23 @@ def reliability(rep: dict, path: Path) -> str:
     return _save(fig, path)
 
 
-def cross_play(rep: dict, path: Path) -> str:
+def cross_play(rep: dict, path: Path, num_players: int = 4) -> str:
     cp = rep["cross_play"]
     labels, wr = cp["labels"], np.asarray(cp["win_rate"], float)
-    fig, ax = plt.subplots(figsize=(1.0 * len(labels) + 2.5, 0.8 * len(labels) + 2))
-    im = ax.imshow(wr, cmap="RdYlGn", vmin=0, vmax=1)
+    fair = 1 / num_players
+    fig, ax = plt.subplots(figsize=(0.9 * len(labels) + 3, 0.75 * len(labels) + 2))
+    # red below a seat's fair share, green above it
+    im = ax.imshow(wr, cmap="RdYlGn", norm=TwoSlopeNorm(vmin=0, vcenter=fair, vmax=1))
     for i in range(len(labels)):
         for j in range(len(labels)):
-            ax.text(j, i, f"{wr[i, j]:.2f}", ha="center", va="center", fontsize=8)
+            far = abs(wr[i, j] - fair) > 0.6 * (1 - fair if wr[i, j] > fair else fair)
+            ax.text(j, i, f"{wr[i, j]:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if far else "black")
     ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right")
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("opponent (every other seat)")
     ax.set_ylabel("tested policy (one seat)")
-    ax.set_title("Cross-play win rate")
+    ax.set_title(f"Cross-play win rate (one seat vs {num_players - 1} copies; fair share {fair:.2f})")
     fig.colorbar(im, ax=ax, fraction=0.046)
     return _save(fig, path)
 
@@ -142,13 +147,14 @@ def scenario_scores(rep: dict, path: Path) -> str:
     sc = rep["scenarios"]
     labels = list(sc["policies"])
     names = [s["name"] for s in sc["scenarios"]]
-    m = np.array([[sc["policies"][x]["per_scenario"][n]["mass"] for n in names] for x in labels])
-    fig, ax = plt.subplots(figsize=(0.32 * len(names) + 3, 0.45 * len(labels) + 2.5))
+    # scenarios as rows (their names read horizontally), policies as columns
+    m = np.array([[sc["policies"][x]["per_scenario"][n]["mass"] for x in labels] for n in names])
+    fig, ax = plt.subplots(figsize=(0.8 * len(labels) + 5.5, 0.26 * len(names) + 2))
     im = ax.imshow(m, cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=6)
-    ax.set_yticks(range(len(labels)), labels)
-    ax.set_title("Scenario benchmark: probability on the sound play")
-    fig.colorbar(im, ax=ax, fraction=0.03)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", fontsize=9)
+    ax.set_title("Scenario benchmark: probability on the sound play", fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.05)
     return _save(fig, path)
 
 
@@ -156,10 +162,10 @@ def draw_all(rep: dict, out_dir: Path, num_players: int = 4) -> list[str]:
     """Every figure the report's data allow; returns the file names."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made = []
-    jobs = [("win_rates.png", win_rates, bool(rep.get("policies"))),
+    jobs = [("win_rates.png", lambda r, p: win_rates(r, p, num_players), bool(rep.get("policies"))),
             ("reliability.png", reliability, bool(rep.get("advisor"))),
             ("claim_errors.png", claim_errors, bool(rep.get("advisor"))),
-            ("cross_play.png", cross_play, bool(rep.get("cross_play"))),
+            ("cross_play.png", lambda r, p: cross_play(r, p, num_players), bool(rep.get("cross_play"))),
             ("ratings.png", ratings, bool(rep.get("ratings"))),
             ("ablation_curves.png", ablation_curves, bool(rep.get("ablation"))),
             ("ablation_actions.png", lambda r, p: ablation_hist(r, p, num_players), bool(rep.get("ablation"))),

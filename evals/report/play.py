@@ -64,24 +64,31 @@ def episode_rewards(coins, alive, placement, finished, num_players: int):
     return shaped, win
 
 
+def slots_per_device(batch: int) -> int:
+    """A batch of ``batch`` slots split over `jax.devices()`."""
+    return max(8, int(batch) // len(jax.devices()))
+
+
 class TablePlayer:
     """Plays rows of seat policy indices into ``entries`` (policies) at one table size,
-    through `coupjax.arena.make_queue_runner` (``batch`` slots, games queued).
+    through `coupjax.arena.make_queue_runner` (``batch`` slots in all, split over
+    `jax.devices()`: one per CPU core when the host is split, games queued).
 
     ``play(idx int32[G, n], keys [G, 2], progress=None, task=None) -> dict`` of
     `STAT_KEYS` arrays [G, n] (NumPy), plus ``steps`` [G].  ``capacity`` (per entry) is
     fixed at construction from the seat shares of ``share_idx`` (rows like those to be
-    played), and calls hold ``queue`` games (the last one padded), so every call uses
-    one compilation.
+    played), and calls hold ``queue`` games (a short call is padded, the padding never
+    played), so every call of a player, whatever its game count, uses one compilation.
     """
 
     def __init__(self, env, entries, share_idx, batch: int = 2000, slack: float = SLACK, capacity=None,
                  queue: int | None = None):
         self.env = env
         self.entries = list(entries)
-        self.batch = int(batch)
-        self.queue = int(queue or 16 * self.batch)
-        self.run = arena.make_queue_runner(env, self.entries, self.batch)
+        self.devices = jax.devices()
+        self.batch = slots_per_device(batch)
+        self.queue = int(queue or 16 * int(batch))
+        self.run = arena.make_queue_runner(env, self.entries, self.batch, devices=self.devices)
         self.capacity = (tuple(int(c) for c in capacity) if capacity is not None
                          else self.capacities_of(share_idx, len(self.entries), self.batch, slack))
 
@@ -105,10 +112,10 @@ class TablePlayer:
         for start in range(0, G, self.queue):
             part, k = idx[start:start + self.queue], keys[start:start + self.queue]
             real = len(part)
-            if real < self.queue:  # pad: one compiled shape
+            if real < self.queue:  # pad to one compiled shape; the padding is never played
                 part = np.concatenate([part, np.repeat(part[-1:], self.queue - real, axis=0)])
                 k = np.concatenate([k, np.repeat(k[-1:], self.queue - real, axis=0)])
-            stats = jax.device_get(self.run(jnp.asarray(k), part, capacity=self.capacity))
+            stats = jax.device_get(self.run(jnp.asarray(k), part, capacity=self.capacity, count=real))
             stats = {key: np.asarray(v)[:real] for key, v in stats.items()}
             if not stats["finished"].all():
                 raise RuntimeError("a game did not finish within the arena's step bound")

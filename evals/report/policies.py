@@ -2,9 +2,11 @@
 
 An *advised* seat (advice on) is a scripted bot whose challenge decisions follow the
 challenge advisor (`coupjax.advice.challenge.advise_challenge`, fitted constants,
-balanced style, the chosen belief): where ``challenge`` is legal it challenges iff the
-advisor recommends it, and otherwise plays its bot's distribution with the challenge
-mass removed (renormalised).  Everything else (main actions, blocks, reveals,
+balanced style, the chosen belief): where ``challenge`` is legal and the advisor
+recommends it, the challenge takes the bot's mass except what the bot puts on blocks
+(a block the bot would make stays, as a sound player blocks with the card it holds
+rather than gamble on a challenge); where the advisor says pass, the bot's
+distribution with the challenge mass removed (renormalised).  Everything else (main actions, blocks, reveals,
 exchanges) is the bot's own, so seated beside the plain bot on the same tables the
 difference is the advice alone (advice off).
 """
@@ -25,6 +27,7 @@ def make_advised(env, base: str, belief: str = "exact", params: AdvisorParams | 
     n = env.num_players
     T = tables(n)
     params = AdvisorParams() if params is None else params
+    is_block = jnp.asarray(T.action_block_role) >= 0
 
     def policy(key, state):
         logits = bot(key, state)
@@ -35,7 +38,10 @@ def make_advised(env, base: str, belief: str = "exact", params: AdvisorParams | 
         p = jnp.where(mask, p, 0.0)
         no_chal = p.at[T.challenge_id].set(0.0)
         no_chal = jnp.where(no_chal.sum() > 0, no_chal, (mask & (jnp.arange(T.num_actions) != T.challenge_id)))
-        chal = (jnp.arange(T.num_actions) == T.challenge_id).astype(jnp.float32)
+        # a recommended challenge takes the bot's mass except what it puts on blocks (a block
+        # the bot makes stays: blocking with the card is safer than challenging)
+        block_mass = jnp.where(is_block, p, 0.0)
+        chal = block_mass.at[T.challenge_id].set(jnp.maximum(p.sum() - block_mass.sum(), 1e-6))
         probs = jnp.where(can, jnp.where(adv["challenge"], chal, no_chal), p)
         return masked_logits(probs, mask)
 

@@ -35,6 +35,7 @@ from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
 from evals.report.play import condition_weights
+from evals.report.shard import over_devices
 
 MAX_ROWS = 320  # decisions logged per game (a game past it is rare; overflow counted)
 ROW_BLOCK = 2048
@@ -73,7 +74,7 @@ def make_logger(env, max_rows: int = MAX_ROWS):
         state, count, buf = jax.lax.while_loop(cond, body, (state, jnp.int32(0), buf))
         return dict(buf, count=count, winner=board.winner(state), finished=state.terminated)
 
-    return jax.jit(jax.vmap(one))
+    return over_devices(jax.vmap(one))
 
 
 def log_positions(logger, env, condition: str, games: int, seed: int, batch: int = 500) -> dict:
@@ -131,7 +132,7 @@ def make_row_scorer(env, policy):
         regret = jnp.where(main, best - (pm * ev).sum(axis=1), 0.0)
         return p, p_action, regret
 
-    return jax.jit(f)
+    return over_devices(f)
 
 
 def make_ev(env):
@@ -142,7 +143,7 @@ def make_ev(env):
         rec = recommend_action(o, m, n)
         return jnp.where(rec["rejected_bluff"], rec["ev"] + REJECTED_BLUFF_PENALTY, rec["ev"])
 
-    return jax.jit(jax.vmap(one))
+    return over_devices(jax.vmap(one))
 
 
 def policy_probs(scorer, obs, mask, block: int = ROW_BLOCK) -> np.ndarray:

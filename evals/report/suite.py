@@ -7,7 +7,7 @@ Cells (`evals.report.cells`), in the order they run:
   condition's weights; game keys from the seed: common random numbers);
 * ``search/{condition}/s{seed}``: ``search_policies`` on the first ``search_games`` of
   those tables;
-* ``players/n{k}/{condition}``: every policy that fits a k-player table on
+* ``players/n{k}/{condition}``: every policy of ``policies`` that fits a k-player table on
   ``player_count_games`` tables of the first seed (k = ``num_players`` is the main
   matrix's first seed);
 * ``crossplay/part{i}``: each cross-play policy in one seat against three (n-1) copies
@@ -33,12 +33,13 @@ from evals.report import positions as POS
 from evals.report import scenarios as SC
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
-from evals.report.play import TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows
+from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+                               slots_per_device)
 from evals.report.policies import build_policies, fits_table
 
 CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
 MIXED_SLICE = 5000
-POSITION_ROWS_SEARCH = 512  # logged positions a search policy is scored on (cost)
+POSITION_ROWS_SEARCH = 256  # logged positions a search policy is scored on (cost)
 
 
 def queue_size(games: int, batch: int, most: int = 16) -> int:
@@ -93,7 +94,7 @@ class Suite:
                 seats, opp = draw_condition_tables(min(games, 4000), n, 0, condition_weights(cond))
                 groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
-                caps.append(TablePlayer.capacities_of(idx, len(entries), self.cfg.batch))
+                caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(self.cfg.batch)))
             player = TablePlayer(env, entries, None, batch=self.cfg.batch, capacity=tuple(np.max(caps, axis=0)),
                                  queue=queue_size(games * len(tested), self.cfg.batch))
             self._players[key] = (player, tested)
@@ -156,13 +157,54 @@ class Suite:
         for k in cfg.player_counts:
             if k == cfg.num_players:
                 continue
-            tested = self.labels_for(k, [*cfg.policies, *cfg.advised])
+            tested = self.labels_for(k, list(cfg.policies))  # the advised seats: at the main size only
             for ci, cond in enumerate(cfg.conditions):
                 name = f"players/n{k}/{cond}"
                 out[(k, cond)] = self.store.cell(name, lambda k=k, c=cond, i=ci, t=tested: (
                     self.play_seat_tables(k, t, c, seed, cfg.player_count_games, 100 + i, f"{k} players {c}"),
                     None))
         return out
+
+    def cross_groups(self, labels: list, g: int, start: int):
+        """Per ordered pair (i, j) of ``labels``, ``g`` tables seating i once (seat drawn
+        from the seed) and j everywhere else; returns (pairs, seats, groups)."""
+        n, P = self.cfg.num_players, len(labels)
+        pairs = [(i, j) for i in range(P) for j in range(P)]
+        rng = np.random.default_rng([self.cfg.seeds[0], n, 3, start])
+        seats = rng.integers(0, n, g)
+        groups = []
+        for i, j in pairs:
+            idx = np.full((g, n), j, np.int32)
+            idx[np.arange(g), seats] = i
+            groups.append(idx)
+        return pairs, seats, groups
+
+    def mixed_idx(self, labels: list, g: int, part: int) -> np.ndarray:
+        """``g`` tables of n distinct policies of ``labels`` (each seat its own team)."""
+        rng = np.random.default_rng([self.cfg.seeds[0], self.cfg.num_players, 4, part])
+        return rng.random((g, len(labels))).argsort(axis=1)[:, :self.cfg.num_players].astype(np.int32)
+
+    def pool_player(self, labels: list) -> TablePlayer:
+        """One `TablePlayer` for the cross-play and the mixed tables of ``labels`` (one
+        compilation): capacities cover the seat shares of both."""
+        key = ("pool", tuple(labels))
+        if key not in self._players:
+            cfg = self.cfg
+            env = self.env(cfg.num_players)
+            pols = build_policies(env, cfg, labels)
+            slots = slots_per_device(cfg.batch)
+            caps = []
+            if cfg.cross_play_games:
+                _, _, groups = self.cross_groups(labels, min(CROSS_SLICE, cfg.cross_play_games), 0)
+                caps.append(TablePlayer.capacities_of(np.concatenate(groups), len(labels), slots))
+            if cfg.mixed_games and len(labels) >= cfg.num_players:
+                caps.append(TablePlayer.capacities_of(self.mixed_idx(labels, min(MIXED_SLICE, cfg.mixed_games), 0),
+                                                      len(labels), slots))
+            P = len(labels)
+            most = max(P * P * min(CROSS_SLICE, cfg.cross_play_games), min(MIXED_SLICE, cfg.mixed_games))
+            self._players[key] = TablePlayer(env, [pols[x] for x in labels], None, batch=cfg.batch,
+                                             capacity=tuple(np.max(caps, axis=0)), queue=queue_size(most, cfg.batch))
+        return self._players[key]
 
     def cross_cells(self) -> dict:
         """(tested, opponent) -> pooled `stats.game_sums` over the slices."""
@@ -172,8 +214,6 @@ class Suite:
         if cfg.cross_play_games == 0 or not labels:
             return {}
         P = len(labels)
-        env = self.env(n)
-        pols = build_policies(env, cfg, labels)
         pairs = [(i, j) for i in range(P) for j in range(P)]
         pooled: dict = {}
         player = None
@@ -183,16 +223,9 @@ class Suite:
 
             def compute(start=start, g=g):
                 nonlocal player
-                rng = np.random.default_rng([seed, n, 3, start])
-                seats = rng.integers(0, n, g)
-                groups = []
-                for i, j in pairs:
-                    idx = np.full((g, n), j, np.int32)
-                    idx[np.arange(g), seats] = i
-                    groups.append(idx)
+                _, seats, groups = self.cross_groups(labels, g, start)
                 if player is None:
-                    player = TablePlayer(env, [pols[x] for x in labels], np.concatenate(groups), batch=cfg.batch,
-                                         queue=queue_size(len(pairs) * g, cfg.batch))
+                    player = self.pool_player(labels)
                 order = interleave(groups)
                 idx = np.stack([groups[a][r] for a, r in order])
                 keys = np.asarray(table_keys(seed, 200 + part, g))
@@ -218,8 +251,6 @@ class Suite:
         labels = self.labels_for(n, cfg.cross_labels)
         if cfg.mixed_games == 0 or len(labels) < n:
             return {}
-        env = self.env(n)
-        pols = build_policies(env, cfg, labels)
         seed = cfg.seeds[0]
         player = None
         idx_all, place_all = [], []
@@ -228,12 +259,9 @@ class Suite:
 
             def compute(part=part, g=g):
                 nonlocal player
-                rng = np.random.default_rng([seed, n, 4, part])
-                # n distinct policies per table (each seat its own team in the ratings)
-                idx = rng.random((g, len(labels))).argsort(axis=1)[:, :n].astype(np.int32)
+                idx = self.mixed_idx(labels, g, part)  # n distinct policies per table
                 if player is None:
-                    player = TablePlayer(env, [pols[x] for x in labels], idx, batch=cfg.batch,
-                                         queue=queue_size(g, cfg.batch))
+                    player = self.pool_player(labels)
                 keys = np.asarray(table_keys(seed, 300 + part, g))
                 task = self.task(f"mixed tables {part + 1}", g)
                 stats = player.play(idx, keys, self.progress, task)
