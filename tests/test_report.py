@@ -46,7 +46,7 @@ TINY = {
 # the quick suite's matrix: the seat tables of two scripted policies, nothing else
 MICRO = {
     "policies": {"random": "random", "honest": "honest"}, "conditions": ["aggressive_heavy"], "seeds": [7],
-    "games": 10, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
+    "games": 6, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
     "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8,
 }
 
@@ -70,42 +70,58 @@ def report(tmp_path_factory):
 
 
 # ------------------------------------------------------------------ replay by hand
-def replay(env, policies, idx_row, key, seat):
+def replay_tools(env, policies) -> dict:
+    """Jitted pieces of `replay` (compiled once per test)."""
+    n = env.num_players
+
+    def keys(key, t):
+        return jax.random.split(jax.random.fold_in(key, t), 3)
+
+    def decide(p, k_pol, k_act, s):
+        logits = jax.lax.switch(p, policies, k_pol, s)
+        return jax.random.categorical(k_act, logits), bluff_actions(s.observation, s.legal_action_mask, n)
+
+    def reward(prev_obs, obs, done):
+        return shaped(RewardInputs(prev_obs, obs, done, False, 0.0), n)
+
+    return dict(step=jax.jit(env.step), keys=jax.jit(keys), decide=jax.jit(decide), reward=jax.jit(reward),
+                observe=jax.jit(env.observe), alive=jax.jit(board.alive), placements=jax.jit(board.placements),
+                init=jax.jit(lambda k: env.init(jax.random.fold_in(k, arena.INIT_STREAM))))
+
+
+def replay(env, tools, idx_row, key, seat):
     """One game played step by step with the arena's key scheme; the tested seat's
     counts and rewards computed transition by transition (training.rewards.shaped)."""
-    step = jax.jit(env.step)
-    pols = [jax.jit(p) for p in policies]
     T = tables(env.num_players)
-    s = env.init(jax.random.fold_in(key, arena.INIT_STREAM))
+    s = tools["init"](key)
     t, c = 0, dict(decisions=0, bluffs=0, bluff_opportunities=0, challenges=0, challenge_opportunities=0, shaped=0.0)
     prev_obs = None
     while not bool(s.terminated):
-        k_pol, k_act, k_step = jax.random.split(jax.random.fold_in(key, t), 3)
+        k_pol, k_act, k_step = tools["keys"](key, t)
         p = int(s.current_player)
         if p == seat:
-            obs = env.observe(s, seat)
+            obs = tools["observe"](s, seat)
             if prev_obs is not None:  # the previous transition ends at this decision
-                c["shaped"] += float(shaped(RewardInputs(prev_obs, obs, False, False, 0.0), env.num_players))
+                c["shaped"] += float(tools["reward"](prev_obs, obs, False))
             prev_obs = obs
-        logits = pols[int(idx_row[p])](k_pol, s)
-        a = int(jax.random.categorical(k_act, logits))
+        a, bl = tools["decide"](int(idx_row[p]), k_pol, k_act, s)
+        a = int(a)
         if p == seat:
-            bl = np.asarray(bluff_actions(s.observation, s.legal_action_mask, env.num_players))
+            bl = np.asarray(bl)
             c["decisions"] += 1
             c["bluff_opportunities"] += int(bl.any())
             c["bluffs"] += int(bl[a])
             chal = bool(s.legal_action_mask[T.challenge_id])
             c["challenge_opportunities"] += int(chal)
             c["challenges"] += int(chal and a == T.challenge_id)
-        alive_before = bool(board.alive(s)[seat])
-        s = step(s, jnp.int32(a), k_step)
+        alive_before = bool(tools["alive"](s)[seat])
+        s = tools["step"](s, jnp.int32(a), k_step)
         t += 1
-        if prev_obs is not None and alive_before and (not bool(board.alive(s)[seat]) or bool(s.terminated)):
+        if prev_obs is not None and alive_before and (not bool(tools["alive"](s)[seat]) or bool(s.terminated)):
             # the seat's game ends here: its last transition ends with this step
-            c["shaped"] += float(shaped(RewardInputs(prev_obs, env.observe(s, seat), True, False, 0.0),
-                                        env.num_players))
+            c["shaped"] += float(tools["reward"](prev_obs, tools["observe"](s, seat), True))
             prev_obs = None
-    place = int(np.argsort(np.asarray(board.placements(s)))[seat]) + 1
+    place = int(np.argsort(np.asarray(tools["placements"](s)))[seat]) + 1
     c["wins"], c["placement"] = int(place == 1), place
     return c
 
@@ -113,17 +129,18 @@ def replay(env, policies, idx_row, key, seat):
 def check_seat_rows(matrix, rep):
     env = Env(N)
     scripted = [make_policy(x, env) for x in ("random", "honest", "cautious", "aggressive", "bluffer")]
-    for label in ("random", "honest"):
-        tested = make_policy(label, env)
+    labels = ("random", "honest")
+    tools = replay_tools(env, scripted + [make_policy(x, env) for x in labels])
+    for li, label in enumerate(labels):
         for ci, cond in enumerate(matrix["conditions"]):
             tot = dict(games=0, wins=0, placement=0, shaped=0.0, bluffs=0, bluff_opportunities=0, challenges=0,
                        challenge_opportunities=0)
             for seed in matrix["seeds"]:
                 seats, opp = draw_condition_tables(matrix["games"], N, seed, condition_weights(cond))
                 keys = table_keys(seed, ci, matrix["games"])
-                idx = arena.seat_index(seats, opp, 5, N)
+                idx = arena.seat_index(seats, opp, 5 + li, N)
                 for g in range(matrix["games"]):
-                    c = replay(env, scripted + [tested], idx[g], keys[g], int(seats[g]))
+                    c = replay(env, tools, idx[g], keys[g], int(seats[g]))
                     tot["games"] += 1
                     for k in tot:
                         if k != "games":
