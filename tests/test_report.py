@@ -259,7 +259,7 @@ def test_interrupted_report_resumes_only_missing_cells(report, tmp_path):
 # ------------------------------------------------------------------ config
 @pytest.mark.parametrize("change, words", [
     ({"gmaes": 3}, "'gmaes' is not known; did you mean 'games'"),
-    ({"seeds": [7, 0]}, "tuning"),
+    ({"seeds": [7, 0]}, "used to tune"),
     ({"policies": {"x": "no_such_policy"}}, "policies.x"),
     ({"conditions": ["nope"]}, "conditions"),
     ({"advised": {"a": {"base": "honest", "belif": "exact"}}}, "advised.a.belif"),
