@@ -20,7 +20,8 @@ def policy_section(rep, cfg) -> list[str]:
     lines = ["## Policies: the main matrix", "",
              f"Each policy in one seat of the same {cfg.games:,} {cfg.num_players}-player tables per condition and "
              f"seed (seeds {', '.join(map(str, cfg.seeds))}; seat uniform, opponents drawn from the condition's "
-             f"weights over the scripted bots); search policies on the first {cfg.search_games:,} of them. "
+             f"weights over the scripted bots)"
+             + (f"; search policies on the first {cfg.search_games:,} of them. " if cfg.search_policies else ". ") +
              "Win rate with its 95% Wilson interval over all tables; `seeds` is the Student-t interval over the "
              "per-seed win rates. Episode rewards: CoupVisor's shaped (coins + opponents eliminated) and win "
              "(1 for a win). Offline columns on logged positions (see Definitions).", ""]
