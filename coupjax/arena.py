@@ -25,6 +25,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from coupjax.game import board
 from coupjax.game.tables import tables
@@ -46,6 +48,73 @@ class ParamPolicy:
 
     apply: Callable
     params: Any
+
+
+def serve_step(env, step, T, n, policies, capacity, s, st, keys, t, live, idx, it, k=None):
+    """One iteration of the runners: each policy computed on (at most) ``capacity[p]`` of
+    the live games whose seat to move it plays (a compact batch, counted from a start
+    that rotates with ``it``), actions sampled from each game's key and step, the
+    stats counted and the served games stepped.  Returns (state, stats, served, actions).
+
+    ``step``: the vmapped ``env.step``; ``T``: `tables(n)`; ``keys`` [B] and ``t`` [B]:
+    each game's key and step count (its policy, action and step keys are
+    ``split(fold_in(key, t), 3)``), or ``k`` [B, 3] those keys themselves (a caller with
+    its own key scheme, e.g. the advisor's recorder)."""
+    B = s.current_player.shape[0]
+    games = jnp.arange(B)
+    if k is None:
+        k = jax.vmap(lambda key, tt: jax.random.split(jax.random.fold_in(key, tt), 3))(keys, t)
+    k_pol, k_act, k_step = k[:, 0], k[:, 1], k[:, 2]
+    acting = jnp.take_along_axis(idx, s.current_player[:, None], axis=1)[:, 0]
+    logits = jnp.full((B, env.num_actions), -jnp.inf, jnp.float32)
+    served = jnp.zeros(B, bool)
+    for p, cap in enumerate(capacity):
+        if cap == 0:
+            continue
+        want = live & (acting == p)
+        if cap >= B:
+            out = jax.vmap(policies[p])(k_pol, s)
+            logits = jnp.where(want[:, None], out, logits)
+            served = served | want
+            continue
+        # the first `cap` games wanting p, counted from a start that rotates
+        start = (it * cap) % B
+        order = (games + start) % B
+        pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
+        sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
+        safe = jnp.clip(sel, 0, B - 1)
+        out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], s))
+        logits = logits.at[sel].set(out, mode="drop")
+        served = served.at[sel].set(True, mode="drop")
+    logits = jnp.where(served[:, None], logits, 0.0)  # waiting games: any finite logits
+    a = jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
+    bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
+    seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
+    chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
+    bluffed = jnp.take_along_axis(bl, a[:, None], axis=1)
+    st = {
+        "decisions": st["decisions"] + seat,
+        "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any(axis=1, keepdims=True)),
+        "bluffs": st["bluffs"] + (seat & bluffed),
+        "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
+        "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)[:, None]),
+        "entropy": st["entropy"] + jnp.where(seat, jax.vmap(policy_entropy)(logits)[:, None], 0.0),
+    }
+    new = step(s, a, k_step)
+    s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, s)
+    return s, st, served, a
+
+
+def _branches(entries, params):
+    """The policies of ``entries`` with `ParamPolicy` parameters bound (in their order)."""
+    out, it = [], iter(params)
+    for p in entries:
+        if isinstance(p, ParamPolicy):
+            prm = next(it)
+            out.append(lambda k, s, f=p.apply, prm=prm: f(prm, k, s))
+        else:
+            out.append(p)
+    return out
 
 
 def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
@@ -81,20 +150,12 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
     step = jax.vmap(env.step)
 
-    def branches(params):
-        out, it = [], iter(params)
-        for p in entries:
-            if isinstance(p, ParamPolicy):
-                prm = next(it)
-                out.append(lambda k, s, f=p.apply, prm=prm: f(prm, k, s))
-            else:
-                out.append(p)
-        return out
+    def serve(policies, capacity, s, st, keys, t, live, idx, it):
+        return serve_step(env, step, T, n, policies, capacity, s, st, keys, t, live, idx, it)
 
     def play(keys, idx, limit, params, capacity):
         B = keys.shape[0]
-        policies = branches(params)
-        games = jnp.arange(B)
+        policies = _branches(entries, params)
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
         stats = {name: jnp.zeros((B, n), jnp.int32) for name in STAT_NAMES}
         stats["entropy"] = jnp.zeros((B, n), jnp.float32)
@@ -105,46 +166,8 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
 
         def body(c):
             s, t, st, it = c
-            k = jax.vmap(lambda key, tt: jax.random.split(jax.random.fold_in(key, tt), 3))(keys, t)
-            k_pol, k_act, k_step = k[:, 0], k[:, 1], k[:, 2]
             live = ~s.terminated & (t < limit)
-            acting = jnp.take_along_axis(idx, s.current_player[:, None], axis=1)[:, 0]
-            logits = jnp.full((B, env.num_actions), -jnp.inf, jnp.float32)
-            served = jnp.zeros(B, bool)
-            for p, cap in enumerate(capacity):
-                if cap == 0:
-                    continue
-                want = live & (acting == p)
-                if cap >= B:
-                    out = jax.vmap(policies[p])(k_pol, s)
-                    logits = jnp.where(want[:, None], out, logits)
-                    served = served | want
-                    continue
-                # the first `cap` games wanting p, counted from a start that rotates
-                start = (it * cap) % B
-                order = (games + start) % B
-                pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
-                sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
-                safe = jnp.clip(sel, 0, B - 1)
-                out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], s))
-                logits = logits.at[sel].set(out, mode="drop")
-                served = served.at[sel].set(True, mode="drop")
-            logits = jnp.where(served[:, None], logits, 0.0)  # waiting games: any finite logits
-            a = jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
-            bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
-            seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
-            chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
-            bluffed = jnp.take_along_axis(bl, a[:, None], axis=1)
-            st = {
-                "decisions": st["decisions"] + seat,
-                "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any(axis=1, keepdims=True)),
-                "bluffs": st["bluffs"] + (seat & bluffed),
-                "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
-                "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)[:, None]),
-                "entropy": st["entropy"] + jnp.where(seat, jax.vmap(policy_entropy)(logits)[:, None], 0.0),
-            }
-            new = step(s, a, k_step)
-            s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, s)
+            s, st, served, _ = serve(policies, capacity, s, st, keys, t, live, idx, it)
             return s, t + served, st, it + 1
 
         state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros(B, jnp.int32), stats,
@@ -170,6 +193,128 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
         capacity = capacities(idx, len(entries)) if capacity is None else tuple(int(c) for c in capacity)
         return _run(keys, jnp.asarray(idx), jnp.asarray(limit), default_params if params is None else tuple(params),
                     capacity=capacity)
+
+    return run
+
+
+def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, reload: int | None = None,
+                      devices=None):
+    """A ``run(keys [G], seat_policy_index int32[G, n], params=None, capacity=None) -> stats``
+    that plays G games through ``slots`` slots: a slot whose game ends takes the next
+    game of the queue, so every iteration serves about ``slots`` live games instead of a
+    batch that waits for its longest game.
+
+    The same serving step as `make_table_runner` (compacted per-policy batches with
+    ``capacity``, default `capacities` of the queue's seat index for ``slots`` games),
+    and the same keys: game g's randomness is ``keys[g]`` and its own step count alone,
+    so its result equals `make_table_runner`'s for the same key and seats, whichever
+    slot plays it and when.  Up to ``reload`` (default slots / 16) idle slots take a new
+    game per iteration.
+
+    ``stats``: `make_table_runner`'s per game and seat [G, n] (``decisions``, ...,
+    ``entropy``, ``placement``, ``wins``), plus ``coins`` and ``alive`` (the final
+    state's), and per game ``steps`` and ``finished``.  No final states (their slots
+    are reused).
+
+    ``devices`` (default: one): the queue is cut into one contiguous part per device,
+    each played by its own ``slots`` slots under `jax.shard_map` (no communication, so
+    each device's loop ends with its own games; `coupjax.devices.use_host_cores` makes
+    one device per CPU core).  A game's result does not depend on its part.
+    """
+    entries = list(policy_list)
+    if not entries:
+        raise ValueError("policy_list is empty")
+    n = env.num_players
+    T = tables(n)
+    B = int(slots)
+    R_ = max(1, B // 16) if reload is None else int(reload)
+    param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
+    step = jax.vmap(env.step)
+    init = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))
+
+    def play(keys, idx, params, capacity, count=None):
+        # games count .. G-1 are padding: never loaded (their rows stay zero)
+        G = keys.shape[0]
+        count = G if count is None else jnp.minimum(count, G)
+        policies = _branches(entries, params)
+        zeros = lambda rows, dt=jnp.int32: {name: jnp.zeros((rows, n), dt) for name in STAT_NAMES}  # noqa: E731
+        game = jnp.where(jnp.arange(B) < count, jnp.arange(B), G).astype(jnp.int32)
+        s = init(keys[jnp.clip(game, 0, G - 1)])
+        st = dict(zeros(B), entropy=jnp.zeros((B, n), jnp.float32))
+        out = dict(zeros(G), entropy=jnp.zeros((G, n), jnp.float32), placement=jnp.zeros((G, n), jnp.int32),
+                   coins=jnp.zeros((G, n), jnp.int32), alive=jnp.zeros((G, n), bool),
+                   steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
+        carry = (s, jnp.zeros(B, jnp.int32), game, jnp.minimum(B, count).astype(jnp.int32), st, out, jnp.int32(0))
+
+        def cond(c):
+            _, _, game, nxt, _, _, _ = c
+            return (game < G).any() | (nxt < count)
+
+        def body(c):
+            s, t, game, nxt, st, out, it = c
+            gi = jnp.clip(game, 0, G - 1)
+            live = (game < G) & ~s.terminated & (t < max_steps)
+            s, st, served, _ = serve_step(env, step, T, n, policies, capacity, s, st, keys[gi], t, live, idx[gi], it)
+            t = t + served
+            done = (game < G) & (s.terminated | (t >= max_steps))
+            # record the finished games
+            row = jnp.where(done, game, G)
+            place = jnp.argsort(jax.vmap(board.placements)(s), axis=1).astype(jnp.int32) + 1
+            put = lambda o, v: o.at[row].set(v, mode="drop")  # noqa: E731
+            out = {**{k: put(out[k], st[k]) for k in (*STAT_NAMES, "entropy")}, "placement": put(out["placement"], place),
+                   "coins": put(out["coins"], jax.vmap(board.coins)(s)), "alive": put(out["alive"], jax.vmap(board.alive)(s)),
+                   "steps": put(out["steps"], t), "finished": put(out["finished"], s.terminated)}
+            game = jnp.where(done, G, game)
+            # reload up to R_ idle slots with the next games of the queue
+            idle = game >= G
+            pick = jnp.nonzero(idle, size=R_, fill_value=B)[0]
+            rank = jnp.arange(R_)
+            new_game = jnp.where((pick < B) & (nxt + rank < count), nxt + rank, G).astype(jnp.int32)
+            take = new_game < G
+            slot = jnp.where(take, pick, B)
+            fresh = init(keys[jnp.clip(new_game, 0, G - 1)])
+            s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, fresh)
+            game = game.at[slot].set(new_game, mode="drop")
+            t = t.at[slot].set(0, mode="drop")
+            st = {k: v.at[slot].set(0, mode="drop") for k, v in st.items()}
+            return s, t, game, nxt + take.sum().astype(jnp.int32), st, out, it + 1
+
+        out = jax.lax.while_loop(cond, body, carry)[5]
+        out["wins"] = ((out["placement"] == 1) & out["finished"][:, None]).astype(jnp.int32)
+        return out
+
+    devs = list(devices) if devices is not None else []
+    D = max(len(devs), 1)
+    if D == 1:
+        _run = jax.jit(play, static_argnames="capacity")
+    else:
+        mesh = Mesh(np.array(devs), ("data",))
+
+        def sharded(keys, idx, params, capacity, count):
+            def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
+                return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
+            return jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data"), P(), P()), out_specs=P("data"),
+                                 check_vma=False)(keys, idx, params, count)
+
+        _run = jax.jit(sharded, static_argnames="capacity")
+    default_params = tuple(entries[i].params for i in param_slots)
+
+    def run(keys, seat_policy_index, params=None, capacity=None, count=None):
+        """``count``: only the first ``count`` games are real (the rest pad the queue to a
+        compiled shape; their rows are zero): one compilation serves any number of games."""
+        idx = np.asarray(jax.device_get(seat_policy_index), np.int32)
+        capacity = capacities(idx[:B], len(entries)) if capacity is None else tuple(int(c) for c in capacity)
+        capacity = tuple(min(int(c), B) for c in capacity)
+        G = idx.shape[0]
+        count = G if count is None else min(int(count), G)
+        pad = -G % D  # every device holds the same number of games
+        keys = jnp.asarray(keys)
+        if pad:
+            keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad, axis=0)])
+            idx = np.concatenate([idx, np.repeat(idx[-1:], pad, axis=0)])
+        prm = default_params if params is None else tuple(params)
+        out = _run(keys, jnp.asarray(idx), prm, capacity=capacity, count=jnp.int32(count))
+        return jax.tree.map(lambda x: x[:G], out) if pad else out
 
     return run
 

@@ -84,7 +84,7 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
                      transitions_per_s=m["transitions"] / dt)
             log_metrics(wb, m, int(m["step"]))
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
-            history.append({k: v for k, v in last.items() if k != "action_hist"})
+            history.append(last)  # action_hist too: the exploration ablation reads it per chunk
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
                 C.save_checkpoint(manager, c + 1, rs, cfg_dict)
             if quiet:

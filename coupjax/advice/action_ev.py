@@ -70,7 +70,7 @@ REJECTED_BLUFF_PENALTY = 1e3
 
 
 def recommend_action(obs, mask, num_players: int, params: AdvisorParams = AdvisorParams(),
-                     ev: EVParams = EVParams()) -> dict:
+                     ev: EVParams = EVParams(), posterior: dict | None = None) -> dict:
     """One-step expected value (coins) of every legal main action (jittable).
 
     Model (the exact posterior gives every opponent's role marginals and hands):
@@ -87,6 +87,10 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
       lose a card: EV = (1 - p_c) EV_honest - p_c x (lose_coins or lose_last_coins);
       a bluff must beat the best honest action by ``bluff_margin``.
 
+    ``posterior``: `coupjax.beliefs.posterior.exact_posterior` of ``obs`` under
+    ``params.posterior_params()``, when the caller has it already (belief_ev shares one
+    with `coupjax.advice.challenge.advise_challenge`); computed here otherwise.
+
     Returns ``ev`` f32[A] (-inf on illegal and non-main actions), ``best`` i32 (-1 if no
     main action is legal), ``bluff`` bool[A], ``rejected_bluff`` bool[A] (a bluff that does
     not beat the best honest action by ``bluff_margin``: its ``ev`` is lowered by
@@ -97,7 +101,7 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
     T = tables(n)
     lay = T.layout
     v = parse(obs, n)
-    post = POST.exact_posterior(obs, n, params.posterior_params())
+    post = POST.exact_posterior(obs, n, params.posterior_params()) if posterior is None else posterior
     marg = post["role_marginals"]
     has = jnp.asarray(POST.HAND_HAS)
     p_cap_amb = post["hand_probs"] @ (1.0 - (1.0 - has[:, R.CAPTAIN]) * (1.0 - has[:, R.AMBASSADOR]))

@@ -327,7 +327,7 @@ def truth_table(obs, num_players: int, belief: str = "exact", params: AdvisorPar
 
 # ---------------------------------------------------------------- challenge advice
 def advise_challenge(obs, num_players: int, belief: str = "exact", params: AdvisorParams = AdvisorParams(),
-                     style: str = "balanced", calibrated: bool = True) -> dict:
+                     style: str = "balanced", calibrated: bool = True, posterior: dict | None = None) -> dict:
     """The challenge advice for ``obs`` (jittable; ``num_players``, ``belief``, ``style``,
     ``calibrated`` static).
 
@@ -342,14 +342,21 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     the role visible to the observer), ``revealed_role`` (of them, revealed),
     ``own_role`` (in the observer's hand or drawn cards), ``hidden`` i32[n] hand sizes,
     ``deck`` (cards in the deck), ``renewals`` (claimant's hand renewals).
-    Outside a challenge decision ``challenge`` is False.
+    Outside a challenge decision ``challenge`` is False.  ``posterior``: for the exact
+    belief, `coupjax.beliefs.posterior.exact_posterior` of ``obs`` under
+    ``params.posterior_params()`` when the caller has it already (belief_ev shares one
+    with `coupjax.advice.action_ev.recommend_action`); computed here otherwise.
     """
     if isinstance(style, str) and style not in STYLES:
         raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
     ctx = challenge_context(obs, num_players)
     v = ctx.pop("view")
     c, r = jnp.clip(ctx["claimant"], 0), jnp.clip(ctx["role"], 0)
-    raw = truth_table(obs, num_players, belief, params)[c, r]
+    if posterior is not None and belief == "exact":
+        table = posterior["role_marginals"]
+    else:
+        table = truth_table(obs, num_players, belief, params)
+    raw = table[c, r]
     pt = calibrate(raw, ctx["kind"], calibration_features(v, c, r), params, belief) if calibrated else raw
     disproven = ctx["decision"] & v.disproven[c, r]
     impossible = (ctx["decision"] & (v.visible[r] >= R.COPIES_PER_ROLE)) | disproven

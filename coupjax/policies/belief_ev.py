@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from coupjax import rules as R
 from coupjax.advice.action_ev import EVParams, challenge_probs, recommend_action
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
+from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
 from coupjax.policies.common import Policy, masked_logits, uniform_over
 from coupjax.policies.scripted import reveal_and_keep
@@ -51,14 +52,17 @@ def make_belief_ev(env, params: AdvisorParams | None = None, ev: EVParams = EVPa
         own = v.own_counts
         ids = jnp.arange(T.num_actions)
 
+        # one exact posterior for both the action values and the challenge advice
+        post = exact_posterior(obs, n, params.posterior_params())
+
         # ---- main action
-        rec = recommend_action(obs, mask, n, params, ev)
+        rec = recommend_action(obs, mask, n, params, ev, posterior=post)
         values = rec["ev"]
         top = jnp.where(is_main & mask, values >= values.max() - 1e-4, False)
         p_main = uniform_over(top)
 
         # ---- reactions and answers to a block
-        adv = advise_challenge(obs, n, "exact", params, style)
+        adv = advise_challenge(obs, n, "exact", params, style, posterior=post)
         can_chal = mask[T.challenge_id]
         want_chal = can_chal & adv["challenge"]
         blocks = mask & (block_role >= 0)

@@ -40,10 +40,11 @@ def rows_apply(fn, obs, *args, block: int = ROW_BLOCK):
     return jax.tree.map(lambda *xs: np.concatenate(xs), *outs)
 
 
-def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced"):
+def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced", compile=jax.jit):
     """``score(obs f32[R, obs]) -> dict`` of advice arrays per `SCORED` entry (the
     uncalibrated entries reuse the belief's raw p_truth under the same thresholds), plus
-    ``ctx``; None for no rows."""
+    ``ctx``; None for no rows.  ``compile`` turns the vmapped advisor into the batched
+    function (`jax.jit`, or one split over devices)."""
     def one(o):
         out = {}
         for belief in A.BELIEFS:
@@ -58,7 +59,7 @@ def make_scorer(n: int, params: A.AdvisorParams, style: str = "balanced"):
                                          "kind")}
         return out
 
-    f = jax.jit(jax.vmap(one))
+    f = compile(jax.vmap(one))
 
     def score(obs):
         return rows_apply(f, obs) if obs.shape[0] else None

@@ -1,0 +1,168 @@
+"""The evaluation suite and its report: every policy and advisor on the same games.
+
+    python -m evals.report --config configs/eval.yaml --out DIR [--resume] [--no-wandb] [--quiet]
+
+Reads the design matrix (`evals.report.config`; a wrong key or value, or a tuning seed,
+stops it with a one-line error and exit status 2), plays every cell of it in
+`coupjax.arena`'s loop (`evals.report.suite`, each cell stored in ``DIR/cells`` as it
+finishes; ``--resume`` reuses stored cells of the same config), then writes
+``DIR/report.md`` (the headline tables and the figures), ``DIR/report.json`` (every
+figure with its raw counts; `evals.report.results`), ``DIR/figures/*.png``,
+``DIR/config.yaml`` and ``DIR/meta.json`` (versions, git commit, time by stage), and
+logs a W&B run (offline unless ``WANDB_MODE`` says otherwise) with the figures and
+the folder as an artifact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from coupjax.args import Parser, fail
+from evals.report.config import EvalConfigError, load_config
+
+PROG = "python -m evals.report"
+STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advisor", "scenarios")
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, timeout=10, cwd=Path(__file__).resolve().parent).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def versions() -> dict:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version()}
+    for pkg in ("jax", "jaxlib", "flax", "numpy", "openskill", "matplotlib", "wandb", "coupjax"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def stage_times(timings: dict, cpu: dict) -> dict:
+    """stage -> wall seconds, CPU seconds (cells computed in this run) and cells."""
+    out = {}
+    for name, sec in timings.items():
+        stage = name.split("/")[0]
+        d = out.setdefault(stage, {"seconds": 0.0, "cpu_seconds": 0.0, "cells": 0})
+        d["seconds"] += sec
+        d["cpu_seconds"] += cpu.get(name, 0.0)
+        d["cells"] += 1
+    return out
+
+
+def log_wandb(out: Path, rep: dict, figures: list, meta: dict, cfg_dict: dict) -> str | None:
+    os.environ.setdefault("WANDB_MODE", "offline")
+    os.environ.setdefault("WANDB_SILENT", "true")
+    import wandb
+
+    run = wandb.init(project="coupjax", job_type="eval-report", dir=str(out), config=cfg_dict, name=out.name,
+                     reinit="finish_previous")
+    log = {f"figures/{f}": wandb.Image(str(out / "figures" / f)) for f in figures}
+    for label, conds in rep["policies"].items():
+        for cond, r in conds.items():
+            log[f"win_rate/{cond}/{label}"] = r["win_rate"]
+    for belief, conds in rep["advisor"].items():
+        for cond, m in conds.items():
+            log[f"advisor/{cond}/{belief}/f1"] = m["f1"]
+            log[f"advisor/{cond}/{belief}/ece"] = m["ece"]
+    run.log(log)
+    run.summary.update({"seconds_total": meta["seconds_total"], "git_commit": meta["git_commit"]})
+    art = wandb.Artifact("eval-report", type="report", metadata={"git_commit": meta["git_commit"]})
+    for name in ("report.md", "report.json", "config.yaml", "meta.json"):
+        art.add_file(str(out / name))
+    art.add_dir(str(out / "figures"), name="figures")
+    run.log_artifact(art)
+    run_dir = run.dir
+    run.finish()
+    return run_dir
+
+
+def main(argv=None) -> int:
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="configs/eval.yaml", help="the design matrix (YAML)")
+    ap.add_argument("--out", required=True, type=Path, help="output folder")
+    ap.add_argument("--resume", action="store_true", help="reuse the cells already stored in --out")
+    ap.add_argument("--no-wandb", action="store_true", help="do not log a W&B run")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--host-devices", type=int, default=None,
+                    help="XLA CPU devices to split the host into (default: one per core; results do not depend on it)")
+    args = ap.parse_args(argv)
+    from coupjax.devices import use_host_cores
+
+    use_host_cores(args.host_devices)  # one XLA device per core (before JAX starts; else changes nothing)
+    try:
+        cfg = load_config(args.config)
+    except EvalConfigError as err:
+        fail(PROG, err)
+    if args.out.exists() and not args.out.is_dir():
+        fail(PROG, f"--out {str(args.out)!r} exists and is not a folder")
+    if not args.resume and (args.out / "cells").is_dir() and any((args.out / "cells").iterdir()):
+        fail(PROG, f"--out {str(args.out)!r} already holds cells of a report; pass --resume to continue it or "
+                   "choose another folder")
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from evals.report import figures as F
+    from evals.report import markdown as MD
+    from evals.report import results as RS
+    from evals.report.cells import CellStore
+    from evals.report.suite import Suite
+
+    t0 = time.perf_counter()
+    load0 = os.getloadavg()
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_dict = cfg.to_dict()
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg_dict, sort_keys=False))
+    store = CellStore(out, cfg_dict, args.resume)
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=args.quiet, transient=True) as progress:
+        res = Suite(cfg, store, progress).run()
+    t_play = time.perf_counter() - t0
+    rep = RS.build(cfg, res)
+    t_results = time.perf_counter() - t0 - t_play
+    figures = F.draw_all(rep, out / "figures", cfg.num_players)
+    t_figures = time.perf_counter() - t0 - t_play - t_results
+    import jax
+
+    meta = {"config_path": str(args.config), "out": str(out), "git_commit": git_commit(), "versions": versions(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "devices": len(jax.devices()),
+            "seconds_results": t_results, "seconds_figures": t_figures, "load_average_start": load0,
+            "load_average_end": os.getloadavg(), "seconds_play": t_play, "stages": stage_times(store.timings, store.cpu),
+            "cells_reused": store.reused, "figures": figures}
+    meta["seconds_total"] = time.perf_counter() - t0
+    rep["meta"] = meta
+    (out / "report.json").write_text(json.dumps(rep, indent=1))
+    (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    (out / "report.md").write_text(MD.render(rep, cfg, meta))
+    if not args.no_wandb:
+        meta["wandb_dir"] = log_wandb(out, rep, figures, meta, cfg_dict)
+        meta["seconds_with_wandb"] = time.perf_counter() - t0
+        (out / "meta.json").write_text(json.dumps(meta, indent=1))
+    stages = ", ".join(f"{k} {v['seconds']:.0f}" for k, v in meta["stages"].items())
+    print(f"wrote {out / 'report.md'} and {out / 'report.json'} ({len(figures)} figures) in "
+          f"{time.perf_counter() - t0:.0f} s (play {t_play:.0f} s: {stages}; results {t_results:.0f} s, "
+          f"figures {t_figures:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

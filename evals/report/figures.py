@@ -1,0 +1,176 @@
+"""The report's figures (matplotlib, Agg): one PNG per figure, from ``report.json``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import TwoSlopeNorm  # noqa: E402
+import numpy as np  # noqa: E402
+
+from coupjax import rules as R  # noqa: E402
+
+
+def _save(fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def win_rates(rep: dict, path: Path, num_players: int = 4) -> str:
+    rows = {**rep["policies"], **rep.get("search_policies", {})}
+    labels = list(rows)
+    conds = sorted({c for r in rows.values() for c in r})
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
+    w = 0.8 / max(len(conds), 1)
+    for k, cond in enumerate(conds):
+        x = np.arange(len(labels)) + (k - (len(conds) - 1) / 2) * w
+        r = [rows[lab].get(cond) for lab in labels]
+        y = [q["win_rate"] if q else np.nan for q in r]
+        lo = [q["win_rate"] - q["ci95_low"] if q else 0 for q in r]
+        hi = [q["ci95_high"] - q["win_rate"] if q else 0 for q in r]
+        ax.bar(x, y, w, yerr=[lo, hi], capsize=3, label=cond)
+    ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
+    ax.set_xticks(np.arange(len(labels)), labels, rotation=30, ha="right")
+    ax.set_ylabel("win rate (95% Wilson interval)")
+    ax.set_title("Win rate in one seat against the condition's scripted bots")
+    ax.legend()
+    return _save(fig, path)
+
+
+def reliability(rep: dict, path: Path) -> str:
+    adv = rep["advisor"]
+    conds = sorted({c for b in adv.values() for c in b})
+    fig, axes = plt.subplots(1, len(conds), figsize=(5 * len(conds), 4.5), squeeze=False)
+    for ax, cond in zip(axes[0], conds):
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls="--")
+        for belief in ("exact", "coupvisor", "exact_uncalibrated", "coupvisor_uncalibrated"):
+            m = adv.get(belief, {}).get(cond)
+            if not m:
+                continue
+            bins = [b for b in m["reliability"] if b["count"]]
+            ax.plot([b["mean_p"] for b in bins], [b["frac_pos"] for b in bins], marker="o",
+                    ls="-" if "uncal" not in belief else ":", label=f"{belief} (ECE {m['ece']:.3f})")
+        ax.set_xlabel("predicted P(bluff)")
+        ax.set_ylabel("observed bluff frequency")
+        ax.set_title(f"Reliability: {cond}")
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def cross_play(rep: dict, path: Path, num_players: int = 4) -> str:
+    cp = rep["cross_play"]
+    labels, wr = cp["labels"], np.asarray(cp["win_rate"], float)
+    fair = 1 / num_players
+    fig, ax = plt.subplots(figsize=(0.9 * len(labels) + 3, 0.75 * len(labels) + 2))
+    # red below a seat's fair share, green above it
+    im = ax.imshow(wr, cmap="RdYlGn", norm=TwoSlopeNorm(vmin=0, vcenter=fair, vmax=1))
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            far = abs(wr[i, j] - fair) > 0.6 * (1 - fair if wr[i, j] > fair else fair)
+            ax.text(j, i, f"{wr[i, j]:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if far else "black")
+    ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("opponent (every other seat)")
+    ax.set_ylabel("tested policy (one seat)")
+    ax.set_title(f"Cross-play win rate (one seat vs {num_players - 1} copies; fair share {fair:.2f})")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    return _save(fig, path)
+
+
+def ratings(rep: dict, path: Path) -> str:
+    r = rep["ratings"]
+    labels = sorted(r, key=lambda x: r[x]["mu"])
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(labels) + 1.5))
+    mu = [r[x]["mu"] for x in labels]
+    err = [2 * r[x]["sigma"] for x in labels]
+    ax.errorbar(mu, range(len(labels)), xerr=err, fmt="o", capsize=3)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("openskill Plackett-Luce mu (bars: 2 sigma)")
+    ax.set_title("Ratings from mixed tables")
+    return _save(fig, path)
+
+
+def ablation_curves(rep: dict, path: Path) -> str:
+    abl = rep["ablation"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    for label, a in abl.items():
+        c = a["curves"]
+        x = c["step"]
+        axes[0].plot(x, c["episode_return"], marker="o", label=label)
+        axes[1].plot(x, c["entropy"], marker="o", label=label)
+        axes[2].plot(x, c["win_rate"], marker="o", label=label)
+    for ax, t in zip(axes, ("episode reward (win reward)", "behaviour entropy (nats)", "win rate while training")):
+        ax.set_title(t)
+        ax.set_xlabel("env steps of the batch")
+        ax.legend()
+    return _save(fig, path)
+
+
+def ablation_hist(rep: dict, path: Path, num_players: int = 4) -> str:
+    abl = rep["ablation"]
+    fig, ax = plt.subplots(figsize=(12, 4))
+    names = [R.action_name(a, 0, num_players) for a in range(R.num_actions(num_players))]
+    w = 0.8 / max(len(abl), 1)
+    for k, (label, a) in enumerate(abl.items()):
+        h = np.sum(np.asarray(a["action_hist"], float), axis=0)
+        ax.bar(np.arange(len(h)) + (k - (len(abl) - 1) / 2) * w, h / max(h.sum(), 1), w, label=label)
+    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
+    ax.set_ylabel("share of the learner's actions")
+    ax.set_title("Action visits over training (all chunks)")
+    ax.legend()
+    return _save(fig, path)
+
+
+def claim_errors(rep: dict, path: Path, belief: str = "exact") -> str:
+    adv = rep["advisor"].get(belief, {})
+    conds = sorted(adv)
+    fig, axes = plt.subplots(1, len(conds), figsize=(6 * len(conds), 4), squeeze=False)
+    for ax, cond in zip(axes[0], conds):
+        per = adv[cond]["per_kind"]
+        kinds = list(per)
+        x = np.arange(len(kinds))
+        ax.bar(x - 0.2, [per[k]["fp"] for k in kinds], 0.4, label="false challenges (fp)")
+        ax.bar(x + 0.2, [per[k]["fn"] for k in kinds], 0.4, label="missed bluffs (fn)")
+        ax.set_xticks(x, kinds, rotation=30, ha="right")
+        ax.set_title(f"Advisor errors by claim kind ({belief}): {cond}")
+        ax.set_ylabel("claims")
+        ax.legend()
+    return _save(fig, path)
+
+
+def scenario_scores(rep: dict, path: Path) -> str:
+    sc = rep["scenarios"]
+    labels = list(sc["policies"])
+    names = [s["name"] for s in sc["scenarios"]]
+    # scenarios as rows (their names read horizontally), policies as columns
+    m = np.array([[sc["policies"][x]["per_scenario"][n]["mass"] for x in labels] for n in names])
+    fig, ax = plt.subplots(figsize=(0.8 * len(labels) + 5.5, 0.26 * len(names) + 2))
+    im = ax.imshow(m, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xticks(range(len(labels)), labels, rotation=40, ha="right", fontsize=9)
+    ax.set_title("Scenario benchmark: probability on the sound play", fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.05)
+    return _save(fig, path)
+
+
+def draw_all(rep: dict, out_dir: Path, num_players: int = 4) -> list[str]:
+    """Every figure the report's data allow; returns the file names."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = []
+    jobs = [("win_rates.png", lambda r, p: win_rates(r, p, num_players), bool(rep.get("policies"))),
+            ("reliability.png", reliability, bool(rep.get("advisor"))),
+            ("claim_errors.png", claim_errors, bool(rep.get("advisor"))),
+            ("cross_play.png", lambda r, p: cross_play(r, p, num_players), bool(rep.get("cross_play"))),
+            ("ratings.png", ratings, bool(rep.get("ratings"))),
+            ("ablation_curves.png", ablation_curves, bool(rep.get("ablation"))),
+            ("ablation_actions.png", lambda r, p: ablation_hist(r, p, num_players), bool(rep.get("ablation"))),
+            ("scenarios.png", scenario_scores, bool(rep.get("scenarios")))]
+    for name, fn, ok in jobs:
+        if ok:
+            made.append(fn(rep, out_dir / name))
+    return made

@@ -1,0 +1,380 @@
+"""The suite: every cell of the design matrix, computed (or resumed) and pooled.
+
+Cells (`evals.report.cells`), in the order they run:
+
+* ``seat/n{N}/{condition}/s{seed}``: every policy of ``policies`` and ``advised`` in
+  one seat of the same ``games`` tables (seat uniform, opponents drawn from the
+  condition's weights; game keys from the seed: common random numbers);
+* ``search/{condition}/s{seed}``: ``search_policies`` on the first ``search_games`` of
+  those tables;
+* ``players/n{k}/{condition}``: every policy of ``policies`` that fits a k-player table on
+  ``player_count_games`` tables of the first seed (k = ``num_players`` is the main
+  matrix's first seed);
+* ``crossplay/part{i}``: each cross-play policy in one seat against three (n-1) copies
+  of each (itself included), ``cross_play_games`` tables per ordered pair, in slices;
+* ``mixed/part{i}``: tables whose every seat is drawn uniformly from the cross-play
+  policies (the ratings' games);
+* ``positions/{condition}/s{seed}``: the offline metrics (`evals.report.positions`);
+* ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.report.advisor`);
+* ``scenarios``: the scenario benchmark (`evals.report.scenarios`).
+
+Every table is played in `coupjax.arena`'s loop (`evals.report.play`).
+"""
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from coupjax import arena
+from coupjax.env import Env
+from coupjax.policies import make_policy
+from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
+from evals.report import positions as POS
+from evals.report import scenarios as SC
+from evals.report import stats as ST
+from evals.report.advisor import AdvisorRecorder
+from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+                               slots_per_device)
+from evals.report.policies import build_policies, fits_table
+
+CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
+MIXED_SLICE = 5000
+POSITION_ROWS_SEARCH = 256  # logged positions a search policy is scored on (cost)
+
+
+def queue_size(games: int, batch: int, most: int = 16) -> int:
+    """Games per call of a table player: a cell's games in the fewest calls of at most
+    ``most`` batches each, split evenly (little padding, one compiled shape per player)."""
+    calls = -(-games // (most * batch))
+    return max(1, -(-games // calls))
+
+
+def table_keys(seed: int, stream: int, count: int):
+    """Game keys of a table set: ``fold_in(fold_in(PRNGKey(seed), stream), g)``."""
+    return arena.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
+
+
+class Suite:
+    """Runs the cells of one config into a `evals.report.cells.CellStore`."""
+
+    def __init__(self, cfg, store, progress=None):
+        self.cfg, self.store, self.progress = cfg, store, progress
+        self._envs, self._players = {}, {}
+
+    # ------------------------------------------------------------ helpers
+    def env(self, n: int) -> Env:
+        if n not in self._envs:
+            self._envs[n] = Env(n)
+        return self._envs[n]
+
+    def labels_for(self, n: int, labels) -> list:
+        every = {**self.cfg.policies, **self.cfg.search_policies}
+        return [x for x in labels if x in self.cfg.advised or fits_table(every[x], n)]
+
+    def task(self, description: str, total: int):
+        if self.progress is None:
+            return None
+        return self.progress.add_task(description, total=total)
+
+    def finish(self, task):
+        if self.progress is not None and task is not None:
+            self.progress.update(task, visible=False)
+
+    def seat_player(self, n: int, tested: list, games: int) -> tuple[TablePlayer, list]:
+        """A `TablePlayer` at n players whose entries are the scripted bots then ``tested``
+        (capacities from the shares of both conditions' tables: one compilation)."""
+        key = (n, tuple(tested))
+        if key not in self._players:
+            env = self.env(n)
+            pols = build_policies(env, self.cfg, tested)
+            entries = [make_policy(x, env) for x in SCRIPTED_NAMES] + [pols[x] for x in tested]
+            base = len(SCRIPTED_NAMES)
+            caps = []
+            for cond in self.cfg.conditions:
+                seats, opp = draw_condition_tables(min(games, 4000), n, 0, condition_weights(cond))
+                groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
+                idx = np.stack([groups[g][r] for g, r in interleave(groups)])
+                caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(self.cfg.batch)))
+            player = TablePlayer(env, entries, None, batch=self.cfg.batch, capacity=tuple(np.max(caps, axis=0)),
+                                 queue=queue_size(games * len(tested), self.cfg.batch))
+            self._players[key] = (player, tested)
+        return self._players[key]
+
+    def play_seat_tables(self, n: int, tested: list, cond: str, seed: int, games: int, stream: int, desc: str):
+        """label -> `stats.game_sums` of each tested policy on the same ``games`` tables."""
+        player, _ = self.seat_player(n, tested, games)
+        seats, opp = draw_condition_tables(games, n, seed, condition_weights(cond))
+        keys = np.asarray(table_keys(seed, stream, games))
+        base = len(SCRIPTED_NAMES)
+        groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
+        order = interleave(groups)
+        idx = np.stack([groups[g][r] for g, r in order])
+        task = self.task(desc, len(order))
+        stats = player.play(idx, keys[order[:, 1]], self.progress, task)
+        self.finish(task)
+        out = {}
+        for gi, label in enumerate(tested):
+            sel = order[:, 0] == gi
+            rows = order[sel, 1]
+            st = {k: v[sel] for k, v in stats.items()}
+            per = seat_rows(st, seats[rows])
+            out[label] = ST.game_sums(per)
+        return out
+
+    # ------------------------------------------------------------ cells
+    def seat_cells(self) -> dict:
+        cfg = self.cfg
+        n = cfg.num_players
+        tested = self.labels_for(n, [*cfg.policies, *cfg.advised])
+        out = {}
+        for ci, cond in enumerate(cfg.conditions):
+            for seed in cfg.seeds:
+                name = f"seat/n{n}/{cond}/s{seed}"
+                out[(cond, seed)] = self.store.cell(name, lambda c=cond, s=seed, i=ci: (
+                    self.play_seat_tables(n, tested, c, s, cfg.games, i, f"seat tables {c} seed {s}"), None))
+        return out
+
+    def search_cells(self) -> dict:
+        cfg = self.cfg
+        n = cfg.num_players
+        tested = self.labels_for(n, list(cfg.search_policies))
+        out = {}
+        if not tested or cfg.search_games == 0:
+            return out
+        for ci, cond in enumerate(cfg.conditions):
+            for seed in cfg.seeds:
+                name = f"search/{cond}/s{seed}"
+                out[(cond, seed)] = self.store.cell(name, lambda c=cond, s=seed, i=ci: (
+                    self.play_seat_tables(n, tested, c, s, cfg.search_games, i, f"search {c} seed {s}"), None))
+        return out
+
+    def player_cells(self) -> dict:
+        cfg = self.cfg
+        out = {}
+        if cfg.player_count_games == 0:
+            return out
+        seed = cfg.seeds[0]
+        for k in cfg.player_counts:
+            if k == cfg.num_players:
+                continue
+            tested = self.labels_for(k, list(cfg.policies))  # the advised seats: at the main size only
+            for ci, cond in enumerate(cfg.conditions):
+                name = f"players/n{k}/{cond}"
+                out[(k, cond)] = self.store.cell(name, lambda k=k, c=cond, i=ci, t=tested: (
+                    self.play_seat_tables(k, t, c, seed, cfg.player_count_games, 100 + i, f"{k} players {c}"),
+                    None))
+        return out
+
+    def cross_groups(self, labels: list, g: int, start: int):
+        """Per ordered pair (i, j) of ``labels``, ``g`` tables seating i once (seat drawn
+        from the seed) and j everywhere else; returns (pairs, seats, groups)."""
+        n, P = self.cfg.num_players, len(labels)
+        pairs = [(i, j) for i in range(P) for j in range(P)]
+        rng = np.random.default_rng([self.cfg.seeds[0], n, 3, start])
+        seats = rng.integers(0, n, g)
+        groups = []
+        for i, j in pairs:
+            idx = np.full((g, n), j, np.int32)
+            idx[np.arange(g), seats] = i
+            groups.append(idx)
+        return pairs, seats, groups
+
+    def mixed_idx(self, labels: list, g: int, part: int) -> np.ndarray:
+        """``g`` tables of n distinct policies of ``labels`` (each seat its own team)."""
+        rng = np.random.default_rng([self.cfg.seeds[0], self.cfg.num_players, 4, part])
+        return rng.random((g, len(labels))).argsort(axis=1)[:, :self.cfg.num_players].astype(np.int32)
+
+    def pool_player(self, labels: list) -> TablePlayer:
+        """One `TablePlayer` for the cross-play and the mixed tables of ``labels`` (one
+        compilation): capacities cover the seat shares of both."""
+        key = ("pool", tuple(labels))
+        if key not in self._players:
+            cfg = self.cfg
+            env = self.env(cfg.num_players)
+            pols = build_policies(env, cfg, labels)
+            slots = slots_per_device(cfg.batch)
+            caps = []
+            if cfg.cross_play_games:
+                _, _, groups = self.cross_groups(labels, min(CROSS_SLICE, cfg.cross_play_games), 0)
+                caps.append(TablePlayer.capacities_of(np.concatenate(groups), len(labels), slots))
+            if cfg.mixed_games and len(labels) >= cfg.num_players:
+                caps.append(TablePlayer.capacities_of(self.mixed_idx(labels, min(MIXED_SLICE, cfg.mixed_games), 0),
+                                                      len(labels), slots))
+            P = len(labels)
+            most = max(P * P * min(CROSS_SLICE, cfg.cross_play_games), min(MIXED_SLICE, cfg.mixed_games))
+            self._players[key] = TablePlayer(env, [pols[x] for x in labels], None, batch=cfg.batch,
+                                             capacity=tuple(np.max(caps, axis=0)), queue=queue_size(most, cfg.batch))
+        return self._players[key]
+
+    def cross_cells(self) -> dict:
+        """(tested, opponent) -> pooled `stats.game_sums` over the slices."""
+        cfg = self.cfg
+        n = cfg.num_players
+        labels = self.labels_for(n, cfg.cross_labels)
+        if cfg.cross_play_games == 0 or not labels:
+            return {}
+        P = len(labels)
+        pairs = [(i, j) for i in range(P) for j in range(P)]
+        pooled: dict = {}
+        player = None
+        seed = cfg.seeds[0]
+        for part, start in enumerate(range(0, cfg.cross_play_games, CROSS_SLICE)):
+            g = min(CROSS_SLICE, cfg.cross_play_games - start)
+
+            def compute(start=start, g=g):
+                nonlocal player
+                _, seats, groups = self.cross_groups(labels, g, start)
+                if player is None:
+                    player = self.pool_player(labels)
+                order = interleave(groups)
+                idx = np.stack([groups[a][r] for a, r in order])
+                keys = np.asarray(table_keys(seed, 200 + part, g))
+                task = self.task(f"cross-play slice {part + 1}", len(order))
+                stats = player.play(idx, keys[order[:, 1]], self.progress, task)
+                self.finish(task)
+                data = {}
+                for a, (i, j) in enumerate(pairs):
+                    sel = order[:, 0] == a
+                    per = seat_rows({k: v[sel] for k, v in stats.items()}, seats[order[sel, 1]])
+                    data[f"{labels[i]}|{labels[j]}"] = ST.game_sums(per)
+                return data, None
+
+            cell = self.store.cell(f"crossplay/part{part}", compute)
+            for key, sums in cell.items():
+                pooled[key] = ST.add(pooled.get(key), sums)
+        return {"labels": labels, "cells": pooled}
+
+    def mixed_cells(self) -> dict:
+        """Seat policies [G, n] and placements [G, n] of the mixed tables."""
+        cfg = self.cfg
+        n = cfg.num_players
+        labels = self.labels_for(n, cfg.cross_labels)
+        if cfg.mixed_games == 0 or len(labels) < n:
+            return {}
+        seed = cfg.seeds[0]
+        player = None
+        idx_all, place_all = [], []
+        for part, start in enumerate(range(0, cfg.mixed_games, MIXED_SLICE)):
+            g = min(MIXED_SLICE, cfg.mixed_games - start)
+
+            def compute(part=part, g=g):
+                nonlocal player
+                idx = self.mixed_idx(labels, g, part)  # n distinct policies per table
+                if player is None:
+                    player = self.pool_player(labels)
+                keys = np.asarray(table_keys(seed, 300 + part, g))
+                task = self.task(f"mixed tables {part + 1}", g)
+                stats = player.play(idx, keys, self.progress, task)
+                self.finish(task)
+                return {}, {"idx": idx, "placement": stats["placement"].astype(np.int8)}
+
+            cell = self.store.cell(f"mixed/part{part}", compute)
+            idx_all.append(np.asarray(cell["idx"]))
+            place_all.append(np.asarray(cell["placement"]))
+        return {"labels": labels, "idx": np.concatenate(idx_all), "placement": np.concatenate(place_all)}
+
+    def scorers(self) -> dict:
+        """label -> `positions.make_row_scorer` of every 4-player policy (compiled once,
+        shared by the offline metrics and the scenarios)."""
+        if not hasattr(self, "_scorers"):
+            env = self.env(self.cfg.num_players)
+            labels = self.labels_for(env.num_players, [*self.cfg.policies, *self.cfg.search_policies,
+                                                       *self.cfg.advised])
+            pols = build_policies(env, self.cfg, labels)
+            self._scorers = {x: POS.make_row_scorer(env, pols[x]) for x in labels}
+        return self._scorers
+
+    def block_of(self, label: str) -> int:
+        return POSITION_ROWS_SEARCH if label in self.cfg.search_policies else POS.ROW_BLOCK
+
+    def position_cells(self) -> dict:
+        cfg = self.cfg
+        n = cfg.num_players
+        if cfg.position_games == 0:
+            return {}
+        env = self.env(n)
+        state = {}
+
+        def compute(cond, seed):
+            if not state:
+                state["logger"] = POS.make_logger(env)
+                state["ev"] = POS.make_ev(env)
+            scorers = self.scorers()
+            task = self.task(f"positions {cond} seed {seed}", len(scorers) + 1)
+            rows = POS.log_positions(state["logger"], env, cond, cfg.position_games, seed)
+            sel = POS.select_rows(rows, None, seed)
+            ev = POS.blocks(state["ev"], [sel["obs"].astype(np.float32), sel["mask"]])
+            if task is not None:
+                self.progress.advance(task)
+            data = {"rows": int(len(rows["action"])), "overflow": rows["overflow"], "games": rows["games"]}
+            for x, scorer in scorers.items():
+                if x in cfg.search_policies:  # a seeded subsample: search costs ~100x a bot
+                    small = POS.select_rows(sel, POSITION_ROWS_SEARCH, seed)
+                    ev_small = POS.blocks(state["ev"], [small["obs"].astype(np.float32), small["mask"]])
+                    data[x] = POS.score_policy(env, scorer, small, ev_small, seed, self.block_of(x))
+                else:
+                    data[x] = POS.score_policy(env, scorer, sel, ev, seed)
+                if task is not None:
+                    self.progress.advance(task)
+            self.finish(task)
+            return data, None
+
+        out = {}
+        for cond in cfg.conditions:
+            for seed in cfg.seeds:
+                out[(cond, seed)] = self.store.cell(f"positions/{cond}/s{seed}",
+                                                    lambda c=cond, s=seed: compute(c, s))
+        return out
+
+    def advisor_cells(self) -> dict:
+        cfg = self.cfg
+        if cfg.advisor_games == 0:
+            return {}
+        rec = {}
+
+        def compute(cond, seed):
+            if "r" not in rec:
+                rec["r"] = AdvisorRecorder(batch=min(cfg.batch, 1000))
+            task = self.task(f"advisor claims {cond} seed {seed}", 1)
+            out = rec["r"].run(cond, seed, cfg.advisor_games)
+            self.finish(task)
+            scalars = {k: int(out.pop(k)) for k in ("games", "overflow", "unfinished")}
+            return scalars, out
+
+        out = {}
+        for cond in cfg.conditions:
+            for seed in cfg.seeds:
+                out[(cond, seed)] = self.store.cell(f"advisor/{cond}/s{seed}", lambda c=cond, s=seed: compute(c, s))
+        return out
+
+    def scenario_cell(self) -> dict:
+        cfg = self.cfg
+        if not cfg.scenarios:
+            return {}
+
+        def compute():
+            built = SC.build_all()
+            obs, mask = SC.decision_inputs(built)
+            scorers = self.scorers() if cfg.num_players == 4 else {}
+            task = self.task("scenarios", len(scorers) + 2)
+            data = {"scenarios": [{"name": s.name, "kind": s.kind, "reason": s.reason, "sound": list(s.sound),
+                                   "advisor": s.advisor} for s, _ in built], "policies": {}, "advisors": {}}
+            for x, scorer in scorers.items():
+                probs = POS.policy_probs(scorer, obs, mask, self.block_of(x))
+                data["policies"][x] = SC.score_policy(None, built, probs)
+                if task is not None:
+                    self.progress.advance(task)
+            for belief in ("exact", "coupvisor"):
+                data["advisors"][belief] = SC.score_advisor(built, belief)
+                if task is not None:
+                    self.progress.advance(task)
+            self.finish(task)
+            return data, None
+
+        return self.store.cell("scenarios", compute)
+
+    def run(self) -> dict:
+        assert all(c in CONDITIONS for c in self.cfg.conditions)
+        return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
+                "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
+                "advisor": self.advisor_cells(), "scenarios": self.scenario_cell()}
