@@ -130,7 +130,9 @@ def test_belief_loss_falls(setup, chunks):
     assert float(np.mean(m2["belief_loss"])) < float(np.mean(m1["belief_loss"]))
 
 
+@pytest.mark.slow
 def test_pure_train_equals_chunked(setup, chunks):
+    """The whole run as one jitted function (a second compile: slow)."""
     _, _, rs2, (_, m2) = chunks
     rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))
     assert metrics["win_rate"].shape == (setup.config.num_chunks, setup.config.num_seeds)
