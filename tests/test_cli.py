@@ -134,10 +134,10 @@ def test_use_host_cores_sets_the_flag_only_before_jax_starts(monkeypatch):
     assert devices.use_host_cores(1) == 1
 
 
-def test_quickstart_is_dqn_cpu_cut_to_three_quarters():
+def test_quickstart_is_dqn_cpu_cut_to_a_third():
     from training.config import QUICKSTART, config_from_dict, config_to_dict, load_config
 
     full = config_to_dict(load_config(ROOT / "configs" / "dqn_cpu.yaml"))
     quick = config_to_dict(config_from_dict(QUICKSTART))
     assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every"}
-    assert 4 * quick["num_chunks"] == 3 * full["num_chunks"]
+    assert 3 * quick["num_chunks"] == full["num_chunks"]
