@@ -103,12 +103,13 @@ def _train_and_evaluate(args) -> None:
     from coupjax.env import Env
     from coupjax.policies.pools import OPPONENTS
     from evals.seat_table import render_table
-    from training.train import run_dqn
+    from training.train import run_training
 
     console = Console()
-    console.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} into {run_dir} "
-                  f"({cfg.num_chunks} chunks x {cfg.updates_per_chunk} updates, {cfg.num_envs} games in parallel)")
-    summary = run_dqn(cfg, run_dir, resume=args.resume, use_wandb=not args.no_wandb)
+    console.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} ({cfg.algo}) into "
+                  f"{run_dir} ({cfg.num_chunks} chunks x {cfg.updates_per_chunk} updates, {cfg.num_envs} games in "
+                  f"parallel)")
+    summary = run_training(cfg, run_dir, resume=args.resume, use_wandb=not args.no_wandb)
     console.print(f"trained in {seconds(summary['wall_seconds'])} (compile {seconds(summary['compile_seconds'])}), "
                   f"{summary['env_steps']:,} env steps at {rate(summary['env_steps_per_s'], 'env steps')}")
 

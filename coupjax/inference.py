@@ -1,9 +1,9 @@
-"""Load an exported learned policy (DQN or behaviour cloning) for play.
+"""Load an exported learned policy (DQN, behaviour cloning or self-play) for play.
 
 ``load_policy(path)`` accepts a training run directory (``RUN/``, with ``RUN/export/``)
 or the export directory itself, which holds:
 
-* ``policy.json``: ``kind`` (``dqn`` | ``bc_logreg`` | ``bc_mlp``), ``num_players``,
+* ``policy.json``: ``kind`` (``dqn`` | ``bc_logreg`` | ``bc_mlp`` | ``selfplay``), ``num_players``,
   ``hidden_sizes``, ``obs_dim``, ``num_actions``, ``temperature`` (the default),
   ``params_file`` and the training ``config``;
 * ``params.msgpack``: the network parameters (`flax.serialization` msgpack of
@@ -16,8 +16,9 @@ reads only ``state.observation`` and ``state.legal_action_mask``:
 * ``dqn``: the q-values as logits.  ``temperature == 0`` is greedy: 0 on the legal
   actions of maximal q (ties split uniformly by the sampler), ``log(1e-30)`` on the
   other legal ones; ``temperature > 0`` gives ``(q - max q) / temperature``.
-* ``bc_*``: the cloned log-probabilities over the legal actions, divided by the
-  temperature (1 samples the cloned distribution; 0 is greedy as above).
+* ``bc_*``, ``selfplay``: the network's log-probabilities over the legal actions (the
+  cloned policy, or the self-play policy head), divided by the temperature (1 samples
+  the policy; 0 is greedy as above).
 
 The network is a plain MLP (ReLU) evaluated here with `jax.numpy`, so this module needs
 nothing from ``training``; its input is the observation multiplied by
@@ -36,7 +37,7 @@ import numpy as np
 from coupjax import rules as R
 from coupjax.game.views import SEAT_FEATURES, observation_layout
 
-KINDS = ("dqn", "bc_logreg", "bc_mlp")
+KINDS = ("dqn", "bc_logreg", "bc_mlp", "selfplay")
 POLICY_FILE = "policy.json"
 PARAMS_FILE = "params.msgpack"
 NEVER_LOGIT = float(np.log(1e-30))

@@ -11,7 +11,8 @@ is kept out of every report.
 from __future__ import annotations
 
 TUNING_SEEDS: dict[int, str] = {
-    0: "evals.seat_table tables on which the search defaults and the dqn_cpu config were chosen",
+    0: "evals.seat_table tables on which the search defaults and the dqn_cpu and selfplay_* configs were chosen; "
+       "training seed of the runs the selfplay_* configs were chosen on",
     1000: "evals.advisor_quality --fit: the advisor's claim likelihoods, calibration and value constants",
     1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES)",
 }

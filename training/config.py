@@ -6,9 +6,10 @@ An unknown key stops the run with a message naming it and the nearest known key:
 
     config key 'lr' is not known; did you mean 'learning_rate'?
 
-``algo`` selects the dataclass: ``dqn`` -> `DQNConfig`, ``bc`` -> `BCConfig`.
+``algo`` selects the dataclass: ``dqn`` -> `DQNConfig`, ``bc`` -> `BCConfig`,
+``selfplay`` -> `SelfPlayConfig`.
 
-Opponent pools (``opponents`` for DQN, ``teachers`` for BC) are one of:
+Opponent pools (``opponents`` for DQN and self-play, ``teachers`` for BC) are one of:
 
 * a mapping ``policy spec -> weight`` (`coupjax.policies.spec`: a registered name, a
   run or export directory, or ``module:function``), e.g. ``{honest: 1, bluffer: 2}``;
@@ -114,7 +115,55 @@ class BCConfig:
     wandb_mode: str = ""
 
 
-CONFIG_CLASSES = {"dqn": DQNConfig, "bc": BCConfig}
+@dataclasses.dataclass(frozen=True)
+class SelfPlayConfig:
+    """Self-play PPO with a magnet and a learned belief (`training.selfplay`)."""
+
+    algo: str = "selfplay"
+    seed: int = 0
+    num_players: int = 4
+    num_seeds: int = 1  # training seeds side by side (vmap); the export is seed `export_seed`
+    num_envs: int = 64  # games per seed stepped in parallel; sharded over jax.devices()
+    rollout_steps: int = 32  # engine steps per game between two updates (T)
+    # --- the league: seat shares of the current network, its snapshots, the pool
+    opponents: Any = "scripted"  # the fixed pool (module doc): bots, run dirs (e.g. a DQN export)
+    policy_modules: tuple = ()
+    self_weight: float = 0.3  # share of the other seats played by the current network (trained on)
+    snapshot_weight: float = 0.2  # share played by past snapshots, uniform over the filled ones
+    num_snapshots: int = 4  # snapshots kept (a ring)
+    snapshot_every: int = 25  # updates between two snapshots
+    table_concentration: float = 0.0  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
+    pool_margin: float = 0.0  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
+    # --- PPO with a magnet (reverse KL to an EMA of the policy)
+    gamma: float = 0.995  # per own decision
+    gae_lambda: float = 0.9
+    learning_rate: float = 3e-4
+    anneal_lr: bool = False  # linear decay to 0 over the run
+    max_grad_norm: float = 0.5
+    num_epochs: int = 2
+    num_minibatches: int = 4
+    clip_eps: float = 0.2
+    value_coef: float = 0.5
+    entropy_coef: float = 0.01
+    magnet_coef: float = 0.05  # reverse KL(pi || magnet)
+    magnet_ema: float = 0.99  # magnet <- ema * magnet + (1 - ema) * policy, after every update
+    hidden_sizes: tuple = (128, 128)  # policy and value MLPs
+    # --- the learned belief: P(role in hand) per opponent, from the observation
+    belief_coef: float = 1.0
+    belief_hidden_sizes: tuple = (128, 128)  # []: a head on the policy MLP's last hidden layer
+    # --- loop, logging, checkpoints, export
+    updates_per_chunk: int = 10
+    num_chunks: int = 10
+    checkpoint_every: int = 1
+    max_checkpoints: int = 2
+    export_seed: int = 0  # which training seed RUN/export holds (all are in RUN/exports/seed_K)
+    export_temperature: float = 1.0  # load_policy default: 1 samples the policy, 0 greedy
+    eval_games: int = 0
+    wandb_project: str = "coupjax"
+    wandb_mode: str = ""
+
+
+CONFIG_CLASSES = {"dqn": DQNConfig, "bc": BCConfig, "selfplay": SelfPlayConfig}
 
 _CHOICES = {
     "reward": ("shaped", "win", "engine"),
@@ -125,11 +174,14 @@ _CHOICES = {
 }
 _POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps", "updates_per_chunk", "num_chunks",
                  "checkpoint_every", "max_checkpoints", "num_games", "epochs", "gradient_steps",
-                 "max_inner_steps", "epsilon_decay_steps"}
-_NONNEG_INT = {"warmup_steps", "eval_games", "seed"}
-_UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction"}
+                 "max_inner_steps", "epsilon_decay_steps", "num_seeds", "rollout_steps", "num_snapshots",
+                 "snapshot_every", "num_epochs", "num_minibatches"}
+_NONNEG_INT = {"warmup_steps", "eval_games", "seed", "export_seed"}
+_UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction", "self_weight", "snapshot_weight", "gae_lambda",
+         "clip_eps", "magnet_ema"}
 _POSITIVE_FLOAT = {"learning_rate", "temperature"}
-_NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay"}
+_NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay", "pool_margin", "table_concentration",
+                 "value_coef", "entropy_coef", "magnet_coef", "belief_coef"}
 _POOLS = {"opponents", "teachers"}
 
 
@@ -153,8 +205,9 @@ def _check_value(name: str, value, cls) -> Any:
         if not isinstance(value, (list, tuple)):
             _fail(f"config key {name!r} must be a list, got {value!r}")
         value = tuple(value)
-        if name == "hidden_sizes" and not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in value):
-            _fail(f"config key 'hidden_sizes' must be a list of positive ints, got {list(value)!r}")
+        sizes = name in ("hidden_sizes", "belief_hidden_sizes")
+        if sizes and not all(isinstance(h, int) and not isinstance(h, bool) and h > 0 for h in value):
+            _fail(f"config key {name!r} must be a list of positive ints, got {list(value)!r}")
         if name in ("policy_modules", "imitate") and not all(isinstance(x, str) for x in value):
             _fail(f"config key {name!r} must be a list of strings, got {list(value)!r}")
         return value
@@ -193,7 +246,7 @@ def _check_value(name: str, value, cls) -> Any:
     return value
 
 
-def config_from_dict(raw: Mapping, overrides=()) -> DQNConfig | BCConfig:
+def config_from_dict(raw: Mapping, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
     """Validate a mapping (plus ``key=value`` overrides) into a frozen config."""
     if raw is None:
         raw = {}
@@ -230,6 +283,15 @@ def _check_cross(cfg) -> None:
             _fail(f"config key 'buffer_size' ({cfg.buffer_size}) must be at least num_envs ({cfg.num_envs})")
         if cfg.epsilon_end > cfg.epsilon_start:
             _fail("config key 'epsilon_end' must not exceed epsilon_start")
+    if isinstance(cfg, SelfPlayConfig):
+        if cfg.self_weight + cfg.snapshot_weight > 1.0:
+            _fail(f"config keys 'self_weight' + 'snapshot_weight' must be at most 1, got "
+                  f"{cfg.self_weight + cfg.snapshot_weight:g}")
+        if (cfg.num_envs * cfg.rollout_steps) % cfg.num_minibatches:
+            _fail(f"config key 'num_minibatches' ({cfg.num_minibatches}) must divide num_envs x rollout_steps "
+                  f"({cfg.num_envs * cfg.rollout_steps})")
+        if cfg.export_seed >= cfg.num_seeds:
+            _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
@@ -277,7 +339,7 @@ def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, f
     return pool
 
 
-def load_config(path, overrides=()) -> DQNConfig | BCConfig:
+def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
     """Read and validate a YAML config file."""
     p = Path(path)
     if not p.is_file():

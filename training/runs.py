@@ -17,11 +17,16 @@ from training.config import config_to_dict
 
 # ------------------------------------------------------------------ evaluation
 def evaluate_run(env, run_dir, num_games: int, seed: int = REPORT_SEED) -> dict:
-    """The seat table (`coupjax.arena.play_tables`) of a run's export and of every policy
-    of the evaluation pool, over the same seeded tables: {"trained" | name: row}."""
-    rows = play_tables(env, [str(run_dir), *OPPONENTS], num_games, seed)
-    rows["trained"] = rows.pop(str(run_dir))
-    return rows
+    """The seat table (`coupjax.arena.play_tables`) of a run's export, of each training
+    seed's export (``RUN/exports/seed_K``, self-play with several seeds) and of every
+    policy of the evaluation pool, over the same seeded tables:
+    {"trained" | "trained/seed_K" | name: row}."""
+    run_dir = Path(run_dir)
+    seeds = sorted((run_dir / "exports").glob("seed_*")) if (run_dir / "exports").is_dir() else []
+    rows = play_tables(env, [str(run_dir), *map(str, seeds), *OPPONENTS], num_games, seed)
+    out = {"trained": rows.pop(str(run_dir))}
+    out.update({f"trained/{p.name}": rows.pop(str(p)) for p in seeds})
+    return {**out, **rows}
 
 
 # ------------------------------------------------------------------ W&B
@@ -71,8 +76,8 @@ def progress_bar(total: int, done: int, quiet: bool):
 
 # ------------------------------------------------------------------ run directories
 # keys that may change between a checkpoint and its resumption (they do not shape the state)
-RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "eval_games",
-                    "wandb_project", "wandb_mode"}
+RESUME_FREE_KEYS = {"num_chunks", "checkpoint_every", "max_checkpoints", "export_temperature", "export_seed",
+                    "eval_games", "wandb_project", "wandb_mode"}
 RUN_MARKERS = ("config.json", "checkpoints", "export", "summary.json")
 
 

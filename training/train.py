@@ -6,10 +6,11 @@ exits with status 2 and a message naming it).  W&B runs offline unless the user 
 in (``WANDB_MODE`` defaults to ``offline``; ``--no-wandb`` turns it off); its files go
 under ``DIR`` unless ``WANDB_DIR`` is set.
 
-DQN: one AOT-compiled ``train_chunk`` is called once per chunk (a rich progress bar
-over chunks); every chunk logs its metrics to W&B and saves an Orbax checkpoint every
-``checkpoint_every`` chunks; ``--resume`` restores the latest one and continues with
-the identical next chunk.  At the end ``DIR/export/`` is written
+DQN (`training.dqn`) and self-play (`training.selfplay`) share one chunk driver,
+`run_training`: one AOT-compiled ``train_chunk`` is called once per chunk (a rich
+progress bar over chunks); every chunk logs its metrics to W&B and saves an Orbax
+checkpoint every ``checkpoint_every`` chunks; ``--resume`` restores the latest one and
+continues with the identical next chunk.  At the end ``DIR/export/`` is written
 (`coupjax.inference.load_policy`), then an optional evaluation, and ``DIR/summary.json``
 (wall time, compile time, env steps per second, final metrics).
 
@@ -27,30 +28,72 @@ import numpy as np
 
 from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
-from training.config import BCConfig, ConfigError, DQNConfig, config_to_dict, load_config
+from training.config import BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config
 from training.runs import RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics, progress_bar
 
 
-# ------------------------------------------------------------------ DQN
-def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = True, setup=None, quiet: bool = False,
-            stop_after: int | None = None) -> dict:
-    """Train (or resume) a DQN run in ``run_dir``; returns the summary dict.
+# ------------------------------------------------------------------ the algorithms
+# What the one chunk driver needs of each algorithm: its ``make_train(cfg)`` (a setup
+# with init / train_chunk / abstract_state / put / env), its export of a runner state,
+# and the metrics shown on the progress line.
+PROGRESS_KEYS = {"dqn": ("win_rate", "loss", "q_mean", "epsilon", "entropy"),
+                 "selfplay": ("win_rate", "entropy", "kl_magnet", "belief_loss", "belief_ece")}
 
-    The run directory is checked before anything is computed or written
-    (`training.runs.check_run_dir`).  ``setup``: a prebuilt `training.dqn.make_train(cfg)`
-    (tests reuse compiles); ``stop_after``: stop after this many chunks in this call
-    (simulates an interruption).
+
+def _algorithm(cfg):
+    """(make_train, export(setup, rs, run_dir)) of ``cfg.algo``."""
+    if cfg.algo == "dqn":
+        from training.dqn import make_train
+
+        return make_train, lambda setup, rs, run_dir: export_dqn(setup, rs.params, Path(run_dir) / "export")
+    if cfg.algo == "selfplay":
+        from training.selfplay import export, make_train
+
+        return make_train, export
+    raise ValueError(f"{cfg.algo!r} runs are not trained in chunks")
+
+
+def _scalars(setup, m) -> dict:
+    """Chunk metrics as host scalars (and 1-D arrays such as DQN's action histogram)."""
+    import jax
+
+    flatten = getattr(setup, "flatten_metrics", None)
+    m = flatten(m) if flatten else jax.device_get(m)
+    return {k: (float(v) if np.ndim(v) == 0 else np.asarray(v)) for k, v in m.items()}
+
+
+_COMPILED: dict = {}  # id(setup) -> (setup, its compiled chunk): one compile per setup and process
+
+
+def compiled_chunk(setup, rs):
+    """``setup.train_chunk`` compiled ahead of time for states like ``rs`` (once per setup)."""
+    hit = _COMPILED.get(id(setup))
+    if hit is None or hit[0] is not setup:
+        hit = _COMPILED[id(setup)] = (setup, setup.train_chunk.lower(rs).compile())
+    return hit[1]
+
+
+def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False, use_wandb: bool = True, setup=None,
+                 quiet: bool = False, stop_after: int | None = None) -> dict:
+    """Train (or resume) a DQN or self-play run in ``run_dir``; returns the summary dict.
+
+    One AOT-compiled ``train_chunk`` is called once per chunk; checkpoints every
+    ``checkpoint_every`` chunks; the export, the optional evaluation and
+    ``summary.json`` at the end.  The run directory is checked before anything is
+    computed or written (`training.runs.check_run_dir`).  ``setup``: a prebuilt
+    ``make_train(cfg)`` of the algorithm (tests reuse compiles); ``stop_after``: stop
+    after this many chunks in this call (simulates an interruption).
     """
     import jax
 
     from training import checkpoint as C
-    from training.dqn import make_train
 
     t_start = time.time()
     run_dir = Path(run_dir)
     cfg_dict = config_to_dict(cfg)
     check_run_dir(run_dir, cfg_dict, resume)
     ckpt_dir = run_dir / "checkpoints"
+    make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
     if resume:
         host, _, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
@@ -64,8 +107,9 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
     wb = init_wandb(cfg, run_dir, use_wandb, resume)
 
     t0 = time.time()
-    chunk = setup.train_chunk.lower(rs).compile()  # the one compiled function for every chunk
+    chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
     compile_s = time.time() - t0
+    keys = PROGRESS_KEYS[cfg.algo]
     prog, task = progress_bar(cfg.num_chunks, done, quiet)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
     history = []
@@ -75,7 +119,7 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
         for c in range(done, stop):
             t1 = time.time()
             rs, m = chunk(rs)
-            m = jax.device_get(m)
+            m = _scalars(setup, m)
             dt = time.time() - t1
             train_s += dt
             env_steps += int(m["env_steps"])
@@ -88,23 +132,23 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
                 C.save_checkpoint(manager, c + 1, rs, cfg_dict)
             if quiet:
-                print(json.dumps({k: round(last[k], 4) for k in ("chunk", "win_rate", "loss", "q_mean", "epsilon",
-                                  "entropy", "env_steps_per_s", "chunk_seconds")}), flush=True)
-            prog.update(task, advance=1, info=f"win {last['win_rate']:.3f} loss {last['loss']:.4f} "
-                        f"eps {last['epsilon']:.2f} {last['env_steps_per_s']:.0f} env steps/s")
-    summary = {"chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
+                print(json.dumps({k: round(last[k], 4) for k in ("chunk", *keys, "env_steps_per_s", "chunk_seconds")}),
+                      flush=True)
+            prog.update(task, advance=1, info=" ".join(f"{k} {last[k]:.3f}" for k in keys[:3])
+                        + f" {last['env_steps_per_s']:.0f} env steps/s")
+    summary = {"algo": cfg.algo, "chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
     if stop == cfg.num_chunks:
-        export_dqn(setup, rs.params, run_dir / "export")
+        export(setup, rs, run_dir)
         if cfg.eval_games > 0:
             t2 = time.time()
             summary["eval"] = evaluate_run(setup.env, run_dir, cfg.eval_games)
             summary["eval_seconds"] = time.time() - t2
             if wb is not None:
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
-                       step=int(rs.step))
+                       step=int(last["step"]))
     summary["wall_seconds"] = time.time() - t_start
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if wb is not None:
@@ -112,6 +156,9 @@ def run_dqn(cfg: DQNConfig, run_dir, resume: bool = False, use_wandb: bool = Tru
         wb.finish()
     manager.close()
     return summary
+
+
+run_dqn = run_training  # the driver's earlier name
 
 
 def export_dqn(setup, params, export_dir):
@@ -170,7 +217,7 @@ def main(argv=None) -> int:
 
         summary = run_bc(cfg, args.run_dir, use_wandb=not args.no_wandb, quiet=args.quiet)
     else:
-        summary = run_dqn(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
+        summary = run_training(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
     print(describe_summary(summary, args.run_dir))
     return 0
 

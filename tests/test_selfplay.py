@@ -1,0 +1,230 @@
+"""Self-play with a learned belief (training.selfplay, training.league): tiny configs,
+one shared compile of the chunk."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax import Env
+from coupjax.inference import load_policy, mlp_apply
+from coupjax.testing import check_policy
+from training import checkpoint as C
+from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
+from training.league import League
+from training.selfplay import calibration_sums, ece_from_sums, load_belief, make_train, seat_advantages
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
+            updates_per_chunk=3, num_chunks=2, hidden_sizes=[16], belief_hidden_sizes=[32], num_snapshots=2,
+            snapshot_every=2, opponents={"random": 1, "honest": 1}, num_seeds=2, learning_rate=3e-3,
+            checkpoint_every=1, max_checkpoints=3, export_temperature=1.0)
+
+
+def _same(a, b):
+    return jax.tree.all(jax.tree.map(lambda x, y: bool(np.array_equal(np.asarray(x), np.asarray(y))), a, b))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return make_train(config_from_dict(TINY))
+
+
+@pytest.fixture(scope="module")
+def chunks(setup):
+    """(initial state, after 1 chunk, after 2 chunks, [metrics of chunk 1, of chunk 2])."""
+    rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
+    rs1, m1 = setup.train_chunk(rs0)
+    rs2, m2 = setup.train_chunk(rs1)
+    return rs0, rs1, rs2, [jax.device_get(m1), jax.device_get(m2)]
+
+
+# ------------------------------------------------------------------ pure pieces
+def test_seat_advantages_by_hand():
+    """Two seats take turns; the game ends after step 3 (seat 1 wins: +1, seat 0: -1);
+    a new game starts at step 4, where the rollout is cut (bootstrap 0.5 for seat 0)."""
+    seat = jnp.array([0, 1, 0, 1, 0])
+    learner = jnp.array([True, True, True, False, True])  # step 3: a bot's move
+    value = jnp.array([0.1, 0.2, 0.3, 9.0, 0.4])
+    done = jnp.array([False, False, False, True, False])
+    rewards = jnp.zeros((5, 2)).at[3].set(jnp.array([-1.0, 1.0]))
+    boot = jnp.array([0.5, 7.0])
+    g, lam = 0.9, 0.5
+    adv = np.asarray(seat_advantages(seat, learner, value, done, rewards, boot, g, lam))
+    a4 = 0 + g * 0.5 - 0.4  # the new game's decision bootstraps on seat 0's value
+    a2 = -1.0 - 0.3  # seat 0's last decision of the ended game: its reward, no bootstrap
+    a1 = 1.0 - 0.2  # seat 1's: the bot's move at step 3 is not seat 1's decision
+    a0 = (0 + g * 0.3 - 0.1) + g * lam * a2  # seat 0's next own decision is step 2
+    np.testing.assert_allclose(adv, [a0, a1, a2, 0.0, a4], rtol=1e-6)
+
+
+def test_calibration_sums_match_metrics_ece():
+    from coupjax.metrics import ece
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=400).astype(np.float32)
+    y = (rng.uniform(size=400) < p ** 2).astype(np.float32)
+    got = float(ece_from_sums(calibration_sums(jnp.asarray(p), jnp.asarray(y), jnp.ones(400))))
+    assert got == pytest.approx(ece(y, p), abs=1e-5)
+
+
+def test_league_sampling_draws_from_every_member():
+    env = Env(4)
+    league = League(env, {"random": 1.0, "honest": 3.0}, num_snapshots=3, self_weight=0.2, snapshot_weight=0.3)
+    assert league.names == ["self", "snapshot_0", "snapshot_1", "snapshot_2", "random", "honest"]
+    member, primary = jax.jit(jax.vmap(league.draw_seats))(jax.random.split(jax.random.PRNGKey(0), 20000))
+    member, primary = np.asarray(member), np.asarray(primary)
+    assert (member[np.arange(len(member)), primary] == 0).all()  # the primary seat is the current network
+    assert set(np.unique(primary)) == {0, 1, 2, 3}
+    others = member[np.arange(4)[None, :] != primary[:, None]]
+    freq = np.bincount(others, minlength=league.num_members) / others.size
+    np.testing.assert_allclose(freq, [0.2, 0.1, 0.1, 0.1, 0.125, 0.375], atol=0.01)
+    assert league.capacity(4, 256) == 256  # no margin: every game
+    # a Dirichlet mix per table: the same shares, but tables dominated by one member
+    tables = League(env, {"random": 1.0, "honest": 3.0}, 3, 0.2, 0.3, table_concentration=0.5)
+    m2, p2 = jax.jit(jax.vmap(tables.draw_seats))(jax.random.split(jax.random.PRNGKey(1), 20000))
+    m2, p2 = np.asarray(m2), np.asarray(p2)
+    others2 = m2[np.arange(4)[None, :] != p2[:, None]].reshape(-1, 3)
+    freq2 = np.bincount(others2.ravel(), minlength=tables.num_members) / others2.size
+    np.testing.assert_allclose(freq2, freq, atol=0.02)
+    same = lambda o: float(np.mean((o == o[:, :1]).all(axis=1)))  # noqa: E731
+    assert same(others2) > 2 * same(others.reshape(-1, 3)) + 0.1
+    narrow = League(env, {"random": 1.0, "honest": 3.0}, 3, 0.2, 0.3, pool_margin=3.0)
+    assert 0.1 * 0.75 * 256 < narrow.capacity(4, 256) < 0.2 * 256
+
+
+# ------------------------------------------------------------------ the training loop
+def test_chunks_train_every_seed_and_league(setup, chunks):
+    rs0, rs1, rs2, (m1, m2) = chunks
+    S, cfg = setup.config.num_seeds, setup.config
+    assert int(rs2.update[0]) == 2 * cfg.updates_per_chunk and rs2.update.shape == (S,)
+    assert not _same(rs0.params, rs1.params)
+    p = jax.tree.leaves(rs2.params["policy"])[0]
+    assert not np.array_equal(np.asarray(p[0]), np.asarray(p[1]))  # two seeds, two different networks
+    snaps = jax.tree.leaves(rs2.snapshots)[0]  # 6 updates, one snapshot every 2: ring slots 0, 1 refreshed
+    assert not np.array_equal(np.asarray(snaps[0, 0]), np.asarray(snaps[0, 1]))
+    flat = setup.flatten_metrics(m2)
+    for key in ("win_rate", "entropy", "kl_magnet", "belief_loss", "belief_brier", "belief_ece", "approx_kl",
+                "league/win_rate_vs_honest", "seed_1/entropy"):
+        assert np.isfinite(flat[key]), key
+    assert flat["env_steps"] == S * cfg.num_envs * cfg.rollout_steps * cfg.updates_per_chunk  # no stall
+    assert 0 < flat["transitions"] < flat["env_steps"]
+    tables = rs2.tables
+    assert not bool(np.asarray(tables.state.terminated).any())
+    me = np.asarray(tables.member)
+    assert (np.take_along_axis(me, np.asarray(tables.primary)[..., None], -1) == 0).all()
+
+
+def test_belief_loss_falls(setup, chunks):
+    """The calibration is measured on each new rollout before the update: held-out data."""
+    _, _, _, (m1, m2) = chunks
+    first, last = float(np.mean(m1["belief_brier"])), float(np.mean(m2["belief_brier"]))
+    assert last < first - 0.01, (first, last)
+    assert float(np.mean(m2["belief_loss"])) < float(np.mean(m1["belief_loss"]))
+
+
+@pytest.mark.slow
+def test_pure_train_equals_chunked(setup, chunks):
+    """The whole run as one jitted function (a second compile: slow)."""
+    _, _, rs2, (_, m2) = chunks
+    rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))
+    assert metrics["win_rate"].shape == (setup.config.num_chunks, setup.config.num_seeds)
+    np.testing.assert_allclose(np.asarray(metrics["belief_loss"][-1]), np.asarray(m2["belief_loss"]), rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(rs.params), jax.tree.leaves(rs2.params)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    assert _same(rs.tables.state.current_player, rs2.tables.state.current_player)
+
+
+def test_resume_gives_the_identical_next_chunk(setup, chunks, tmp_path):
+    _, rs1, rs2, _ = chunks
+    manager = C.checkpoint_manager(tmp_path / "ckpt")
+    C.save_checkpoint(manager, 1, rs1, {"algo": "selfplay"})
+    host, _, step = C.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
+    resumed, _ = setup.train_chunk(setup.put(host))
+    assert step == 1 and _same(resumed, rs2)
+
+
+def test_export_loads_and_passes_check_policy(setup, chunks, tmp_path):
+    from training.selfplay import export
+
+    _, _, rs2, _ = chunks
+    export(setup, rs2, tmp_path / "run")
+    env = setup.env
+    pol = load_policy(tmp_path / "run")
+    assert pol.info["kind"] == "selfplay" and pol.info["training_seed"] == 0
+    check_policy(pol, env, num_states=64)
+    seed1 = load_policy(tmp_path / "run" / "exports" / "seed_1")
+    state = env.step(env.init(jax.random.PRNGKey(5)), 2, jax.random.PRNGKey(1))  # tax: a reaction window
+    mask = np.asarray(state.legal_action_mask)
+    own = setup.policy_logits(jax.tree.map(lambda x: x[1], rs2.params["policy"]), state.observation)
+    probs = np.asarray(jax.nn.softmax(seed1(None, state)))
+    want = np.asarray(jax.nn.softmax(jnp.where(mask, own, -jnp.inf)))
+    np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)  # temperature 1: the policy itself
+    np.testing.assert_allclose(np.asarray(mlp_apply(seed1.params, state.observation, 4)), np.asarray(own),
+                               rtol=1e-5, atol=1e-6)
+    belief = np.asarray(load_belief(tmp_path / "run")(state.observation))
+    assert belief.shape == (3, 5) and ((belief >= 0) & (belief <= 1)).all()
+
+
+def test_driver_runs_resumes_and_logs(setup, tmp_path, monkeypatch):
+    """One driver for DQN and self-play: W&B offline files, checkpoints, export, summary;
+    an interrupted run resumed gives the same export as a straight one."""
+    from coupjax.inference import read_export
+    from training.train import run_training
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
+    summary = run_training(setup.config, tmp_path / "straight", setup=setup, quiet=True)
+    assert any(p.suffix == ".wandb" for p in (tmp_path / "wb").rglob("*")), "no W&B files"
+    assert summary["chunks_done"] == 2 and summary["algo"] == "selfplay" and summary["env_steps_per_s"] > 0
+    assert "league/win_rate_vs_honest" in summary["final"]
+    first = run_training(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True, stop_after=1)
+    assert first["chunks_done"] == 1 and not (tmp_path / "split" / "export").exists()
+    run_training(setup.config, tmp_path / "split", resume=True, use_wandb=False, setup=setup, quiet=True)
+    assert _same(read_export(tmp_path / "straight")[1], read_export(tmp_path / "split")[1])
+
+
+# ------------------------------------------------------------------ configs
+def test_config_errors_are_one_line(tmp_path, capsys):
+    with pytest.raises(ConfigError, match="config key 'magnet_coeff' is not known; did you mean 'magnet_coef'"):
+        config_from_dict({"algo": "selfplay", "magnet_coeff": 0.1})
+    with pytest.raises(ConfigError, match="'self_weight' \\+ 'snapshot_weight' must be at most 1"):
+        config_from_dict({"algo": "selfplay", "self_weight": 0.7, "snapshot_weight": 0.5})
+    with pytest.raises(ConfigError, match="'num_minibatches'"):
+        config_from_dict({"algo": "selfplay", "num_envs": 6, "rollout_steps": 1, "num_minibatches": 4})
+    with pytest.raises(ConfigError, match="'export_seed'"):
+        config_from_dict({"algo": "selfplay", "export_seed": 2, "num_seeds": 2})
+    with pytest.raises(ConfigError, match="'opponents'.*did you mean 'belief_ev'"):
+        config_from_dict({"algo": "selfplay", "opponents": {"belief_evv": 1}})
+    for name in ("selfplay_cpu", "selfplay_gpu"):
+        assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("algo: selfplay\nrollout_step: 8\n")
+    from training.train import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--config", str(bad), "--run-dir", str(tmp_path / "r"), "--no-wandb"])
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2 and len(err.splitlines()) == 1 and "did you mean 'rollout_steps'" in err, err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_gpu_config_smoke_on_cpu(tmp_path):
+    """configs/selfplay_gpu.yaml as it is, cut to one chunk of one update, on this CPU."""
+    env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, "-m", "training.train", "--config", str(ROOT / "configs" / "selfplay_gpu.yaml"),
+           "--run-dir", str(tmp_path / "gpu"), "--no-wandb", "--quiet", "--set", "num_chunks=1",
+           "--set", "updates_per_chunk=1", "--set", "eval_games=0"]
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    summary = json.loads((tmp_path / "gpu" / "summary.json").read_text())
+    assert summary["chunks_done"] == 1 and summary["env_steps"] > 0
+    assert load_policy(tmp_path / "gpu").info["kind"] == "selfplay"

@@ -1,0 +1,447 @@
+"""Self-play with a learned belief: the training half of the Ataraxos recipe
+("Scalable Decision Making for Games of Imperfect Information") on Coup, PureJaxRL style.
+
+``setup = make_train(config)`` (a `SelfPlayConfig`) returns a `SelfPlaySetup` with
+
+* ``init(key) -> RunnerState`` for ``num_seeds`` training seeds side by side (every
+  leaf has a leading seed axis; the seeds run under `vmap`);
+* ``train_chunk(runner_state) -> (runner_state, metrics)``: ONE jitted `lax.scan` over
+  ``updates_per_chunk`` updates (the driver, `training.train`, calls it per chunk and
+  checkpoints, logs and shows progress in between);
+* ``train(key) -> (runner_state, metrics)``: the whole run as one pure jitted function
+  (``init``, then a `lax.scan` of the chunk over ``num_chunks``).
+
+One update: every game of the batch takes ``rollout_steps`` engine steps
+(`training.league`: the seat to move acts with its league member's policy); the
+decisions of the current network's seats (one network for every seat) get per-seat
+advantages (GAE over each seat's own decisions; a rollout cut mid-game bootstraps on
+the value of each seat's own view, and an eliminated seat on its known loss); then
+``num_epochs`` x ``num_minibatches`` Adam steps on
+
+    L = PPO clipped surrogate + value_coef * value loss - entropy_coef * entropy
+        + magnet_coef * KL(pi || magnet) + belief_coef * belief cross-entropy
+
+and the magnet moves towards the policy (an EMA of its parameters); every
+``snapshot_every`` updates the policy joins the league as a snapshot.
+
+Why PPO with a magnet, not R-NaD: it is the regulariser Ataraxos trains its move
+network with (clipped importance ratios and a reverse KL to a magnet policy), i.e.
+magnetic mirror descent in its practical form, which converges to regularised
+equilibria in two-player zero-sum games and, with a slowly moving magnet, keeps
+self-play from cycling; R-NaD's reward transformation assumes two players whose
+policies are all being regularised, while Coup is played four to a table against fixed
+bots as well, and the per-seat update above needs no such assumption.
+
+The belief head maps the observation to P(relative opponent k holds role r) and is
+trained on the true hands of every decision's game (`coupjax.game.deal.hidden_hands`,
+read inside the loop); the policy reads only the observation.  Three MLPs
+(`training.networks.MLP`): policy, value and belief, or (``belief_hidden_sizes: []``)
+the belief as a second head of the policy MLP (`PolicyWithBelief`), so that its loss
+shapes the policy's features.  The export is the policy MLP (`coupjax.inference`, kind
+``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
+
+Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
+with `jax.shard_map`; each device takes its own minibatches and the gradients are
+averaged with `lax.pmean`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import serialization, struct
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from coupjax import rules as R
+from coupjax.env import Env
+from coupjax.inference import mlp_apply, observation_scale
+from coupjax.view import parse
+from training.config import SelfPlayConfig, config_to_dict, resolve_pool
+from training.league import League, Tables
+from training.networks import MLP, init_params
+
+AXIS = "data"
+BELIEF_FILE = "belief.msgpack"
+ECE_BINS = 10
+
+
+@struct.dataclass
+class RunnerState:
+    params: dict  # {"policy", "value", "belief"}: the three MLPs' parameters
+    magnet: dict  # the magnet policy's parameters (EMA of params["policy"])
+    snapshots: dict  # policy parameters of the K snapshots, stacked [K, ...]
+    opt_state: optax.OptState
+    tables: Tables
+    key: jax.Array
+    update: jax.Array  # int32 []  updates done
+
+
+class PolicyWithBelief(nn.Module):
+    """The policy MLP with a belief head on its last hidden layer (``belief_hidden_sizes:
+    []``): the belief's loss shapes the policy's features.  Layers ``hidden_i``, ``out``
+    (the policy: exactly `MLP`'s names) and ``belief_out``."""
+
+    num_actions: int
+    num_players: int
+    hidden_sizes: tuple
+    num_belief: int
+
+    @nn.compact
+    def __call__(self, obs):
+        x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(self.num_players))
+        for i, h in enumerate(self.hidden_sizes):
+            x = nn.relu(nn.Dense(int(h), name=f"hidden_{i}")(x))
+        return nn.Dense(self.num_actions, name="out")(x), nn.Dense(self.num_belief, name="belief_out")(x)
+
+
+# ------------------------------------------------------------------ pure pieces
+def belief_probs(belief_params, obs, num_players: int):
+    """float32[n-1, 5]: the learned P(relative opponent k holds role r) from one
+    observation; 0 for a seat with no hidden card."""
+    n = num_players
+    logits = mlp_apply(belief_params, obs, n).reshape(n - 1, R.NUM_ROLES)
+    return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
+
+
+def seat_advantages(seat, learner, value, done, rewards, bootstrap, gamma: float, lam: float):
+    """GAE over each seat's own decisions, for one game slot: leaves [T] (``rewards``
+    [T, n]); ``bootstrap`` float32[n] the value after the last step per seat.
+
+    Rewards arrive at ``done`` (for every seat); a seat's next value is that of its own
+    next decision, so discounting counts its decisions, not the engine's steps.
+    Returns advantages float32[T] (0 where ``learner`` is False).
+    """
+    n = bootstrap.shape[0]
+
+    def back(carry, x):
+        nv, na, pend = carry
+        s, learn, v, d, r = x
+        nv, na, pend = jnp.where(d, 0.0, nv), jnp.where(d, 0.0, na), jnp.where(d, r, pend)
+        delta = pend[s] + gamma * nv[s] - v
+        adv = delta + gamma * lam * na[s]
+        here = learn & (jnp.arange(n) == s)
+        return (jnp.where(here, v, nv), jnp.where(here, adv, na), jnp.where(here, 0.0, pend)), \
+            jnp.where(learn, adv, 0.0)
+
+    init = (bootstrap, jnp.zeros(n, jnp.float32), jnp.zeros(n, jnp.float32))
+    _, adv = jax.lax.scan(back, init, (seat, learner, value, done, rewards), reverse=True)
+    return adv
+
+
+def _wmean(x, w):
+    return (x * w).sum() / jnp.maximum(w.sum(), 1.0)
+
+
+def calibration_sums(p, y, w):
+    """float32[3, ECE_BINS]: per probability bin the weight, sum of p and sum of y."""
+    b = jnp.clip(jnp.floor(p * ECE_BINS), 0, ECE_BINS - 1).astype(jnp.int32)
+    onehot = jax.nn.one_hot(b.ravel(), ECE_BINS) * w.ravel()[:, None]
+    return jnp.stack([onehot.sum(0), (onehot * p.ravel()[:, None]).sum(0), (onehot * y.ravel()[:, None]).sum(0)])
+
+
+def ece_from_sums(sums):
+    """Expected calibration error from `calibration_sums` (as `coupjax.metrics.ece`)."""
+    return jnp.abs(sums[2] - sums[1]).sum() / jnp.maximum(sums[0].sum(), 1.0)
+
+
+@struct.dataclass
+class Batch:
+    obs: jnp.ndarray
+    mask: jnp.ndarray
+    action: jnp.ndarray
+    logp: jnp.ndarray
+    adv: jnp.ndarray
+    ret: jnp.ndarray
+    learner: jnp.ndarray
+    belief_target: jnp.ndarray
+    belief_weight: jnp.ndarray  # float32 [n-1, 5]
+
+
+def masked_log_softmax(logits, mask):
+    """Log-probabilities over the legal actions; illegal ones get about -1e9, not -inf,
+    so that products with their zero probability have zero gradients."""
+    return jax.nn.log_softmax(jnp.where(mask, logits, -1e9))
+
+
+# ------------------------------------------------------------------ the setup
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySetup:
+    config: SelfPlayConfig
+    env: Env
+    league: League
+    policy_logits: Callable  # (policy params, obs) -> logits
+    belief_logits: Callable  # (params, obs) -> float32[..., n-1, 5] logits
+    value_net: MLP
+    optimizer: optax.GradientTransformation
+    mesh: Mesh
+    state_sharding: RunnerState
+    init: Callable
+    train_chunk: Callable
+    train: Callable
+
+    @property
+    def num_devices(self) -> int:
+        return self.mesh.size
+
+    def full_sharding(self):
+        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
+        return jax.tree.map(lambda p, sub: jax.tree.map(lambda _: p, sub), self.state_sharding, shapes,
+                            is_leaf=lambda x: isinstance(x, NamedSharding))
+
+    def abstract_state(self):
+        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
+        return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
+                            self.full_sharding())
+
+    def put(self, host_state):
+        return jax.device_put(host_state, self.full_sharding())
+
+    def flatten_metrics(self, m: dict) -> dict:
+        """Chunk metrics (leaves [S] per seed) -> scalars for logs: the mean over seeds,
+        sums for counts, ``seed_K/...`` per seed when there are several, and
+        ``league/win_rate_vs_NAME`` per league member."""
+        m = jax.device_get(m)
+        out = {}
+        for k, v in m.items():
+            v = np.asarray(v)
+            if k in ("games_vs", "wins_vs"):
+                continue
+            out[k] = float(v.sum() if k in COUNTS else v.mean())
+            if v.shape[0] > 1:
+                out.update({f"seed_{i}/{k}": float(x) for i, x in enumerate(v)})
+        games, wins = np.asarray(m["games_vs"]).sum(0), np.asarray(m["wins_vs"]).sum(0)
+        for name, g, w in zip(self.league.names, games, wins):
+            out[f"league/win_rate_vs_{name}"] = float(w / max(g, 1))
+            out[f"league/games_vs_{name}"] = float(g)
+        return out
+
+
+COUNTS = ("games", "wins", "env_steps", "transitions", "stalls")
+
+
+def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
+    """Everything for a self-play run of ``cfg`` on ``devices`` (default: the most of
+    `jax.devices()` that divide ``num_envs``)."""
+    if devices is None:
+        devices = jax.devices()
+        devices = devices[:max(d for d in range(1, len(devices) + 1) if cfg.num_envs % d == 0)]
+    devices = list(devices)
+    D = len(devices)
+    if cfg.num_envs % D or (cfg.num_envs // D * cfg.rollout_steps) % cfg.num_minibatches:
+        raise ValueError(f"num_envs ({cfg.num_envs}) must be a multiple of the number of devices ({D}), and "
+                         f"num_minibatches must divide each device's samples")
+    mesh = Mesh(np.asarray(devices), (AXIS,))
+    env = Env(cfg.num_players)
+    n, A, obs_dim = env.num_players, env.num_actions, env.observation_shape[0]
+    league = League(env, resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"), cfg.num_snapshots,
+                    cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration)
+    value_net = MLP(1, n, tuple(cfg.hidden_sizes))
+    shared = not cfg.belief_hidden_sizes  # the belief head on the policy's torso
+    if shared:
+        policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * R.NUM_ROLES)
+    else:
+        policy_net = MLP(A, n, tuple(cfg.hidden_sizes))
+        belief_net = MLP((n - 1) * R.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
+    B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
+    N = B * T
+    total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
+    lr = optax.linear_schedule(cfg.learning_rate, 0.0, total_steps) if cfg.anneal_lr else cfg.learning_rate
+    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+    lost = -1.0 / (n - 1)
+
+    def policy_logits(p, obs):
+        out = policy_net.apply({"params": p}, obs)
+        return out[0] if shared else out
+
+    def belief_logits(params, obs):
+        out = policy_net.apply({"params": params["policy"]}, obs)[1] if shared else \
+            belief_net.apply({"params": params["belief"]}, obs)
+        return out.reshape(out.shape[:-1] + (n - 1, R.NUM_ROLES))
+
+    def loss_fn(params, magnet, b: Batch):
+        logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
+        logp = jnp.take_along_axis(logp_all, b.action[:, None], axis=-1)[:, 0]
+        w = b.learner.astype(jnp.float32)
+        mean = _wmean(b.adv, w)
+        adv = (b.adv - mean) / (jnp.sqrt(_wmean((b.adv - mean) ** 2, w)) + 1e-8)
+        log_ratio = logp - b.logp
+        ratio = jnp.exp(log_ratio)
+        pg = _wmean(-jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv), w)
+        p = jnp.exp(logp_all)
+        entropy = _wmean(-jnp.where(b.mask, p * logp_all, 0.0).sum(-1), w)
+        mag = masked_log_softmax(policy_logits(magnet, b.obs), b.mask)
+        kl = _wmean(jnp.where(b.mask, p * (logp_all - mag), 0.0).sum(-1), w)
+        value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
+        v_loss = 0.5 * _wmean((value - b.ret) ** 2, w)
+        blog = belief_logits(params, b.obs)
+        bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
+        b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
+        total = (pg + cfg.value_coef * v_loss - cfg.entropy_coef * entropy + cfg.magnet_coef * kl
+                 + cfg.belief_coef * b_loss)
+        aux = {"pg_loss": pg, "value_loss": v_loss, "entropy": entropy, "kl_magnet": kl, "belief_loss": b_loss,
+               "approx_kl": _wmean((ratio - 1) - log_ratio, w),
+               "clip_frac": _wmean((jnp.abs(ratio - 1) > cfg.clip_eps).astype(jnp.float32), w)}
+        return total, aux
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    # ---------------------------------------------------------- one seed, one device
+    def init_one(key, shard):
+        k_params, k_env, k_run = jax.random.split(key, 3)
+        kp, kv, kb = jax.random.split(k_params, 3)
+        params = {"policy": init_params(policy_net, kp, obs_dim), "value": init_params(value_net, kv, obs_dim)}
+        if not shared:
+            params["belief"] = init_params(belief_net, kb, obs_dim)
+        snaps = jax.tree.map(lambda x: jnp.broadcast_to(x, (K,) + x.shape), params["policy"])
+        return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
+                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0))
+
+    def rollout(rs: RunnerState, key):
+        def env_step(tables, k):
+            obs = tables.state.observation
+            logits = policy_logits(rs.params["policy"], obs)
+            value = value_net.apply({"params": rs.params["value"]}, obs)[:, 0]
+            snaps = jax.vmap(policy_logits, in_axes=(0, None))(rs.snapshots, obs)
+            tables, rec = league.step(tables, k, logits, snaps)
+            logp = jnp.take_along_axis(masked_log_softmax(logits, rec.mask), rec.action[:, None], axis=-1)[:, 0]
+            return tables, (rec, logp, value)
+
+        tables, (rec, logp, value) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
+        v_all = value_net.apply({"params": rs.params["value"]}, league.seat_observations(tables))[..., 0]
+        _, alive = league.learner_alive(tables)
+        boot = jnp.where(alive, v_all, lost)
+        adv = jax.vmap(seat_advantages, in_axes=(1, 1, 1, 1, 1, 0, None, None), out_axes=1)(
+            rec.seat, rec.learner, value, rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
+        return tables, rec, logp, value, adv
+
+    def update_one(rs: RunnerState, _):
+        key, k_roll, k_perm = jax.random.split(rs.key, 3)
+        tables, rec, logp, value, adv = rollout(rs, k_roll)
+        flat = lambda x: x.reshape((N,) + x.shape[2:])  # noqa: E731
+        bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(R.NUM_ROLES)
+        batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
+                      adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
+                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
+        # the belief's calibration on this rollout, before the update
+        blog = belief_logits(rs.params, batch.obs)
+        bp = jax.nn.sigmoid(blog)
+        wsum = jnp.maximum(batch.belief_weight.sum(), 1.0)
+        brier = ((bp - batch.belief_target) ** 2 * batch.belief_weight).sum() / wsum
+        cal = calibration_sums(bp, batch.belief_target, batch.belief_weight)
+
+        def epoch(carry, k):
+            perm = jax.random.permutation(k, N)
+            mbs = jax.tree.map(lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
+
+            def mb_step(c, mb):
+                params, opt = c
+                (_, aux), grads = grad_fn(params, rs.magnet, mb)
+                grads = jax.lax.pmean(grads, AXIS)
+                upd, opt = tx.update(grads, opt, params)
+                return (optax.apply_updates(params, upd), opt), aux
+
+            return jax.lax.scan(mb_step, carry, mbs)
+
+        (params, opt), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state), jax.random.split(k_perm, cfg.num_epochs))
+        magnet = jax.tree.map(lambda m, p: cfg.magnet_ema * m + (1 - cfg.magnet_ema) * p, rs.magnet,
+                              params["policy"])
+        update = rs.update + 1
+        due = update % cfg.snapshot_every == 0
+        ring = (update // cfg.snapshot_every - 1) % K
+        snaps = jax.tree.map(lambda s, p: s.at[ring].set(jnp.where(due, p, s[ring])), rs.snapshots,
+                             params["policy"])
+        new = RunnerState(params=params, magnet=magnet, snapshots=snaps, opt_state=opt, tables=tables, key=key,
+                          update=update)
+        means = {k: v.mean() for k, v in aux.items()}
+        means["belief_brier"] = brier
+        means["learner_share"] = rec.learner.mean()
+        sums = {"games": rec.done.sum(), "wins": rec.primary_won.sum(), "env_steps": rec.stepped.sum(),
+                "transitions": rec.learner.sum(), "stalls": (~rec.stepped).sum(),
+                "games_vs": (rec.present & rec.done[..., None]).sum((0, 1)),
+                "wins_vs": (rec.present & rec.primary_won[..., None]).sum((0, 1)), "calibration": cal}
+        return new, (means, sums)
+
+    def chunk_one(rs: RunnerState):
+        rs, (means, sums) = jax.lax.scan(update_one, rs, None, cfg.updates_per_chunk)
+        means = jax.lax.pmean({k: v.mean() for k, v in means.items()}, AXIS)
+        sums = jax.lax.psum(jax.tree.map(lambda x: x.sum(0), sums), AXIS)
+        cal = sums.pop("calibration")
+        m = {**means, **sums, "belief_ece": ece_from_sums(cal), "step": rs.update,
+             "win_rate": sums["wins"] / jnp.maximum(sums["games"], 1),
+             "stall_rate": sums["stalls"] / jnp.maximum(sums["stalls"] + sums["env_steps"], 1)}
+        return rs, m
+
+    specs = RunnerState(params=P(), magnet=P(), snapshots=P(), opt_state=P(), tables=P(None, AXIS), key=P(),
+                        update=P())
+
+    def init_local(key):
+        shard = jax.lax.axis_index(AXIS)
+        return jax.vmap(init_one, in_axes=(0, None))(jax.random.split(key, S), shard)
+
+    smap = lambda f, i, o: jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, check_vma=False)  # noqa: E731
+    init_sharded = smap(init_local, P(), specs)
+    chunk_sharded = smap(jax.vmap(chunk_one), (specs,), (specs, P()))
+
+    @jax.jit
+    def train(key):
+        rs = init_sharded(key)
+        return jax.lax.scan(lambda r, _: chunk_sharded(r), rs, None, cfg.num_chunks)
+
+    shard_prefix = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
+    return SelfPlaySetup(config=cfg, env=env, league=league, policy_logits=policy_logits,
+                         belief_logits=belief_logits, value_net=value_net, optimizer=tx, mesh=mesh,
+                         state_sharding=shard_prefix,
+                         init=jax.jit(init_sharded), train_chunk=jax.jit(chunk_sharded), train=train)
+
+
+# ------------------------------------------------------------------ export
+def seed_params(rs: RunnerState, seed: int) -> dict:
+    """The three MLPs' parameters of training seed ``seed`` (host arrays)."""
+    return jax.tree.map(lambda x: np.asarray(x[seed]), jax.device_get(rs.params))
+
+
+def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
+    """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
+    the policy MLP (`coupjax.inference`, kind ``selfplay``) and the belief MLP."""
+    from training import checkpoint as C
+
+    cfg, env = setup.config, setup.env
+    run_dir = Path(run_dir)
+    targets = [(cfg.export_seed, run_dir / "export")]
+    if cfg.num_seeds > 1:
+        targets += [(k, run_dir / "exports" / f"seed_{k}") for k in range(cfg.num_seeds)]
+    for seed, d in targets:
+        params = seed_params(rs, seed)
+        policy = {k: v for k, v in params["policy"].items() if k != "belief_out"}
+        if "belief" in params:
+            belief, belief_hidden = params["belief"], cfg.belief_hidden_sizes
+        else:  # the shared torso with the belief head as its output layer
+            belief = {**{k: v for k, v in policy.items() if k != "out"}, "out": params["policy"]["belief_out"]}
+            belief_hidden = cfg.hidden_sizes
+        C.write_export(d, policy, kind="selfplay", num_players=env.num_players,
+                       hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0], num_actions=env.num_actions,
+                       temperature=cfg.export_temperature, config=config_to_dict(cfg),
+                       extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,
+                              "belief_hidden_sizes": list(belief_hidden)})
+        (d / BELIEF_FILE).write_bytes(serialization.msgpack_serialize(belief))
+    return run_dir / "export"
+
+
+def load_belief(path) -> Callable:
+    """The learned belief of an export (or run dir) as ``belief(obs) -> float32[n-1, 5]``."""
+    from coupjax.inference import read_export
+
+    info, _ = read_export(path)
+    d = Path(path) / "export" if (Path(path) / "export" / "policy.json").is_file() else Path(path)
+    if "belief_file" not in info:
+        raise ValueError(f"the export at {str(path)!r} has no learned belief (kind {info['kind']!r})")
+    params = jax.tree.map(jnp.asarray, serialization.msgpack_restore((d / info["belief_file"]).read_bytes()))
+    n = int(info["num_players"])
+    return lambda obs: belief_probs(params, obs, n)
