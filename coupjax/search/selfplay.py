@@ -8,9 +8,12 @@ out in each, one work queue) with the trained self-play network in every role At
 gives its networks at test time:
 
 * **rollout policy**: every seat's later decisions in the rollouts are sampled from the
-  self-play policy (temperature 1: the policy as trained);
-* **prior** of the regularised mode: ``pi ∝ pi_selfplay * exp(q / tau)`` keeps the search
-  close to the trained policy where the rollouts cannot tell the actions apart;
+  self-play policy at the export's temperature (``rollout_temperature``; the agent as
+  it plays: ``selfplay_cpu`` exports it greedy);
+* **prior** of the regularised mode: ``pi ∝ pi_selfplay * exp(q / tau)`` with the policy
+  as trained (``prior_temperature`` 1) keeps the search close to the trained policy
+  where the rollouts cannot tell the actions apart (a greedy prior would put
+  ``log(1e-30)`` on every other action and leave the search nothing to choose);
 * **worlds**: from the exact posterior (``belief=posterior``, the default, with the
   search's default claim likelihoods) or from the run's learned belief head
   (``belief=learned``; `learned_world_sampler`);
@@ -59,7 +62,7 @@ EPS = 1e-4
 # tau 0.1: the search's values are means of 16 rollouts (standard errors ~0.1 on the
 # reward scale), so a smaller tau would follow their noise rather than the prior.
 SELFPLAY_CONFIG = dataclasses.replace(DEFAULT_CONFIG, tau=0.1)
-OPTION_KEYS = ("mode", "belief", "value", "oversample", "temperature")
+OPTION_KEYS = ("mode", "belief", "value", "oversample", "rollout_temperature", "prior_temperature")
 BUDGET_KEYS = ("num_worlds", "rollouts_per_world", "max_rollout_steps", "tau", "prior_uniform", "lanes")
 
 
@@ -164,7 +167,8 @@ def value_cut(env, value):
 
 # ------------------------------------------------------------------ the policy
 def make_selfplay_search(env, run_dir, mode: str = "regularized", belief: str = "posterior", value: str = "auto",
-                         oversample: int = 8, temperature: float = 1.0, **budget) -> Policy:
+                         oversample: int = 8, rollout_temperature: float | None = None,
+                         prior_temperature: float = 1.0, **budget) -> Policy:
     """The search over the self-play run at ``run_dir`` (module doc); ``budget``:
     `SearchConfig` fields over `SELFPLAY_CONFIG`."""
     if mode not in MODES:
@@ -177,15 +181,17 @@ def make_selfplay_search(env, run_dir, mode: str = "regularized", belief: str = 
     if unknown:
         raise TypeError(f"unknown selfplay_search options {sorted(unknown)}; known: "
                         f"{', '.join(OPTION_KEYS + BUDGET_KEYS)}")
-    net = load_policy(run_dir, temperature=temperature, num_players=env.num_players)
+    net = load_policy(run_dir, temperature=rollout_temperature, num_players=env.num_players)
     if net.info["kind"] != "selfplay":
         raise ValueError(f"{str(run_dir)!r} holds a {net.info['kind']!r} export, not a self-play run")
     net.__name__ = "selfplay"
+    prior = load_policy(run_dir, temperature=prior_temperature, num_players=env.num_players)
+    prior.__name__ = f"selfplay_T{prior_temperature:g}"
     head = None if value == "heuristic" else load_value(run_dir)
     if value == "head" and head is None:
         raise ValueError(f"the export at {str(run_dir)!r} has no value head (value_file)")
     sampler = learned_world_sampler(load_learned_belief(run_dir), oversample) if belief == "learned" else None
-    config = dataclasses.replace(SELFPLAY_CONFIG, rollout_policy=net, prior_policy=None, world_sampler=sampler,
+    config = dataclasses.replace(SELFPLAY_CONFIG, rollout_policy=net, prior_policy=prior, world_sampler=sampler,
                                  cut_value=None if head is None else value_cut(env, head), **budget)
     policy = make_search_policy(env, mode, config)
     policy.__name__ = f"selfplay_search_{mode}"
