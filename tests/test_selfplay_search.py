@@ -103,6 +103,7 @@ def _holds(worlds, seat_rel, role):
     return np.asarray((worlds.hands[:, seat_rel, :] == role).any(axis=-1))
 
 
+@pytest.mark.slow
 def test_learned_worlds_keep_the_facts_and_follow_the_belief(env, positions):
     """A belief sure that opponent 1 holds role r (where it may) moves the sampled worlds
     there; every world still holds 3 copies of each role with the visible cards."""
