@@ -35,6 +35,13 @@ class SearchConfig:
     heuristic_beta: sharpness of `heuristic_value`.
     denoise_worlds: judge thompson's best action per world on values with the rollout
       noise shrunk out (`_denoised_world_values`) instead of the raw per-world means.
+    world_sampler: ``sampler(key, obs, num_players, num_worlds) -> posterior.Worlds``
+      drawing the hidden worlds from the observation alone; ``None``: the exact
+      posterior with the claim likelihoods ``posterior`` (`coupjax.search.selfplay`
+      has one from a learned belief).
+    cut_value: ``value(state, seat) -> f32[]`` on the reward scale, scoring a rollout
+      cut after ``max_rollout_steps``; ``None``: `heuristic_value` (`coupjax.search.selfplay`
+      has a trained value head's).
     """
 
     num_worlds: int = 8
@@ -50,6 +57,8 @@ class SearchConfig:
     thompson_floor: float = 1e-6
     heuristic_beta: float = 1.5
     denoise_worlds: bool = True
+    world_sampler: object = None
+    cut_value: object = None
 
     def __post_init__(self):
         if int(self.num_worlds) < 1 or int(self.rollouts_per_world) < 1:
@@ -69,6 +78,9 @@ class SearchConfig:
             raise TypeError("prior_policy must be None, a registered policy name or a policy callable")
         if not 0 <= self.prior_uniform < 1:
             raise ValueError("prior_uniform must be in [0, 1)")
+        for name in ("world_sampler", "cut_value"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise TypeError(f"{name} must be None or a callable")
         if not 0 < self.thompson_floor < 1:
             raise ValueError("thompson_floor must be in (0, 1)")
 
@@ -80,6 +92,8 @@ class SearchConfig:
             "max_rollout_steps": self.max_rollout_steps,
             "tau": float(self.tau), "prior_policy": name(self.prior_policy), "prior_uniform": float(self.prior_uniform),
             "denoise_worlds": bool(self.denoise_worlds),
+            "world_sampler": "exact posterior" if self.world_sampler is None else name(self.world_sampler),
+            "cut_value": "heuristic" if self.cut_value is None else name(self.cut_value),
         }
 
 

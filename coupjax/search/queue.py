@@ -3,7 +3,8 @@
 Pipeline (one decision; `make_searcher` runs a batch of decisions at once)
 -------------------------------------------------------------------------
 1. **Worlds.**  ``K = num_worlds`` complete hidden worlds are drawn from the exact
-   posterior given ONLY the seat's observation (`beliefs.posterior.sample_worlds`):
+   posterior given ONLY the seat's observation (`beliefs.posterior.sample_worlds`; or
+   ``world_sampler``, e.g. a learned belief's, from the same observation alone):
    every opponent's hidden cards, the deck order, and the cards another seat has drawn
    in an exchange.  Each becomes an engine state with `game.deal.replace_hidden`, which
    keeps the public parts of the real state, takes every hidden card from the sample
@@ -22,7 +23,8 @@ Pipeline (one decision; `make_searcher` runs a batch of decisions at once)
    decisions another policy.  A rollout ends at the
    end of the game (value: the searcher's reward, +1 for a win, -1/(n-1) otherwise) or
    after ``max_rollout_steps`` decisions (value: `heuristic_value`, a crude win chance
-   from hidden cards and coins; ``None`` plays every game to its end).
+   from hidden cards and coins, or ``cut_value``, e.g. a trained value head; ``None``
+   plays every game to its end).
 3. **Values.**  ``q_world[k, a]`` is the mean over the R rollouts; ``q[a]`` the mean over
    the K worlds; ``se[a]`` the standard error of ``q[a]`` with the world as the
    sampling unit (std of ``q_world[:, a]`` / sqrt(K); with K = 1 the std of the R
@@ -156,6 +158,10 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
     rollout = resolve_policy(env, config.rollout_policy)
     own = None if config.rollout_self_policy is None else resolve_policy(env, config.rollout_self_policy)
     beta = float(config.heuristic_beta)
+    if config.cut_value is None:
+        cut_value = lambda st, seat: heuristic_value(st, seat, beta)  # noqa: E731
+    else:
+        cut_value = config.cut_value
 
     def sample_action(logits, bits):
         u = ((bits >> 8).astype(jnp.float32) + 0.5) * (1.0 / (1 << 24))
@@ -175,7 +181,7 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
         a = jnp.where(forced >= 0, forced, sample_action(logits, k[0] ^ k[1]))
         new = env.step(state, a, k)
         done = new.terminated | (t + 1 >= cap)
-        value = jnp.where(new.terminated, new.rewards[seat], heuristic_value(new, seat, beta))
+        value = jnp.where(new.terminated, new.rewards[seat], cut_value(new, seat))
         return new, done, value
 
     v_lane_step = jax.vmap(lane_step)
@@ -236,7 +242,8 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
         ids = jnp.argsort(~mask, axis=-1, stable=True)[:, :M].astype(jnp.int32)
         valid = jnp.take_along_axis(mask, ids, axis=-1) & searched[:, None]
 
-        worlds = jax.vmap(lambda k, s: world_states(env, k, s, K, config.posterior))(ks[:, 0], states)
+        worlds = jax.vmap(lambda k, s: world_states(env, k, s, K, config.posterior, config.world_sampler))(
+            ks[:, 0], states)
         worlds = jax.tree.map(lambda x: x.reshape((B * K,) + x.shape[2:]), worlds)
         world_seat = jnp.repeat(states.current_player, K)
 

@@ -44,12 +44,18 @@ def raw_key(key):
     return key
 
 
-def world_states(env, key, state, num_worlds: int, params: POST.PosteriorParams = POST.PosteriorParams()):
+def world_states(env, key, state, num_worlds: int, params: POST.PosteriorParams = POST.PosteriorParams(),
+                 sampler=None):
     """``num_worlds`` engine states (a batched `State`) with every hidden card sampled
     from the posterior of ``state.current_player``'s observation: every opponent's hand,
     the deck, and another exchanging seat's drawn cards (the observer's own row and own
-    draw come back as they are).  Jittable."""
+    draw come back as they are).  ``sampler``: another ``sampler(key, obs, n, K) ->
+    posterior.Worlds`` from the observation alone (default: `posterior.sample_worlds`
+    with ``params``).  Jittable."""
     seat = state.current_player
-    w = POST.sample_worlds(key, state.observation, env.num_players, num_worlds, params)
+    if sampler is None:
+        w = POST.sample_worlds(key, state.observation, env.num_players, num_worlds, params)
+    else:
+        w = sampler(key, state.observation, env.num_players, num_worlds)
     hands = POST.to_absolute(w.hands, seat)  # [K, n, 2]; the observer's row is its own hand
     return jax.vmap(lambda h, deck, drawn: replace_hidden(state, h, deck, drawn))(hands, w.deck, w.drawn)
