@@ -251,17 +251,8 @@ class Match:
         line fails the whole load (the valid lines before it are not returned).
         """
         path = Path(path)
-        data = path.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
-        lines = text.split("\n")
-        if lines[-1] == "":
-            lines.pop()  # the newline that ends the last line
-        if not lines:
-            raise ReplayError(path, 1, None, "empty file; expected a deal line")
-        deal = _json_line(path, 1, lines[0])
+        lines = lines_of(path, first="a deal line")
+        deal = json_line(path, 1, lines[0])
         try:
             _check_deal(deal)
             match = cls(**{k: deal[k] for k in _MATCH_ARGS})
@@ -269,7 +260,7 @@ class Match:
             raise ReplayError(path, 1, err.field, err.message) from None
         check = _event_line_check(match.num_players)
         for lineno, line in enumerate(lines[1:], start=2):
-            logged = _json_line(path, lineno, line)
+            logged = json_line(path, lineno, line)
             try:
                 check(logged)
             except FieldError as err:
@@ -346,7 +337,25 @@ def _no_constant(name):
     raise FieldError("(line)", f"{name} is not a JSON value")
 
 
-def _json_line(path, lineno: int, line: str):
+def lines_of(path, first: str = "a header line") -> list[str]:
+    """The file's lines (UTF-8; the newline that ends the last line dropped); an empty file
+    or bytes that are not UTF-8 raise `ReplayError` with the line."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise ReplayError(path, 1, None, f"empty file; expected {first}")
+    return lines
+
+
+def json_line(path, lineno: int, line: str):
+    """One line as JSON: no empty line, no duplicate key, no NaN (`ReplayError` otherwise)."""
     if not line.strip():
         raise ReplayError(path, lineno, None, "empty line")
     try:

@@ -1,8 +1,7 @@
 """``selfplay_search`` (`coupjax.search.selfplay`) on a tiny self-play export made here.
 
 The export comes from `training.selfplay.export` of an untrained run (only ``init`` is
-compiled); a value head file is added when the export has none, so both ways of
-scoring a cut rollout are exercised.  The slow tests run the policy's full checks.
+compiled), with its value head (``value_file``), which scores cut rollouts.  The slow tests run the policy's full checks.
 """
 from __future__ import annotations
 
@@ -37,17 +36,16 @@ def env():
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """(run dir, value params): an untrained self-play run's export with a value head."""
+    """An untrained self-play run whose export carries the value head of its parameters."""
     setup = selfplay.make_train(config_from_dict(TINY))
     rs = setup.init(jax.random.PRNGKey(3))
     run_dir = tmp_path_factory.mktemp("sp") / "run"
     d = selfplay.export(setup, rs, run_dir)
     value = jax.tree.map(lambda x: np.asarray(x[0]), jax.device_get(rs.params["value"]))
     info = json.loads((d / "policy.json").read_text())
-    if "value_file" not in info:  # the export's own value head wins where it writes one
-        (d / "value.msgpack").write_bytes(serialization.msgpack_serialize(value))
-        info.update(value_file="value.msgpack", value_hidden_sizes=TINY["hidden_sizes"])
-        (d / "policy.json").write_text(json.dumps(info, indent=2))
+    assert info["value_hidden_sizes"] == TINY["hidden_sizes"]
+    written = serialization.msgpack_restore((d / info["value_file"]).read_bytes())
+    assert jax.tree_util.tree_all(jax.tree.map(np.array_equal, written, value))
     return run_dir
 
 

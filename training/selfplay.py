@@ -69,6 +69,7 @@ from training.networks import MLP, init_params
 
 AXIS = "data"
 BELIEF_FILE = "belief.msgpack"
+VALUE_FILE = "value.msgpack"
 ECE_BINS = 10
 
 
@@ -409,7 +410,8 @@ def seed_params(rs: RunnerState, seed: int) -> dict:
 
 def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
-    the policy MLP (`coupjax.inference`, kind ``selfplay``) and the belief MLP."""
+    the policy MLP (`coupjax.inference`, kind ``selfplay``), the belief MLP and the value
+    MLP (``value_file``, which `coupjax.search.selfplay` uses to score cut rollouts)."""
     from training import checkpoint as C
 
     cfg, env = setup.config, setup.env
@@ -429,8 +431,10 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
                        hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0], num_actions=env.num_actions,
                        temperature=cfg.export_temperature, config=config_to_dict(cfg),
                        extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,
-                              "belief_hidden_sizes": list(belief_hidden)})
+                              "belief_hidden_sizes": list(belief_hidden), "value_file": VALUE_FILE,
+                              "value_hidden_sizes": list(cfg.hidden_sizes)})
         (d / BELIEF_FILE).write_bytes(serialization.msgpack_serialize(belief))
+        (d / VALUE_FILE).write_bytes(serialization.msgpack_serialize(params["value"]))
     return run_dir / "export"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from coupjax import rules as R
 from coupjax.events import FieldError, const, integer, list_of, one_of, record
-from coupjax.match import ReplayError
+from coupjax.match import ReplayError, json_line, lines_of
 from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"
@@ -70,47 +70,6 @@ def check_header(d) -> None:
         raise FieldError("num_players", "missing")
     integer(R.MIN_PLAYERS, R.MAX_PLAYERS)(d["num_players"], "num_players")
     _header_check(d["num_players"])(d)
-
-
-def _unique_keys(pairs) -> dict:
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise FieldError(k, "duplicate key")
-        out[k] = v
-    return out
-
-
-def _no_constant(name):
-    raise FieldError("(line)", f"{name} is not a JSON value")
-
-
-def json_line(path, lineno: int, line: str):
-    """One line as JSON: no empty line, no duplicate key, no NaN (`ReplayError` otherwise)."""
-    if not line.strip():
-        raise ReplayError(path, lineno, None, "empty line")
-    try:
-        return json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except json.JSONDecodeError as err:
-        raise ReplayError(path, lineno, None, f"not JSON ({err.msg} at column {err.colno})") from None
-    except FieldError as err:
-        raise ReplayError(path, lineno, err.field, err.message) from None
-
-
-def lines_of(path) -> list[str]:
-    """The file's lines (UTF-8; the newline that ends the last line dropped)."""
-    path = Path(path)
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    if not lines:
-        raise ReplayError(path, 1, None, "empty file; expected a header line")
-    return lines
 
 
 def read_header(path, lines: list[str]) -> dict:
