@@ -103,8 +103,6 @@ def _export_dir(path) -> Path:
 
 def read_export(path) -> tuple[dict, dict]:
     """(policy.json dict, params) of an export; ValueError naming the path if missing or corrupt."""
-    from flax import serialization
-
     d = _export_dir(path)
     meta_path = d / POLICY_FILE
     try:
@@ -119,12 +117,7 @@ def read_export(path) -> tuple[dict, dict]:
     if info["kind"] not in KINDS:
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: kind {info['kind']!r} is not one of {KINDS}")
     params_path = d / info.get("params_file", PARAMS_FILE)
-    try:
-        params = serialization.msgpack_restore(params_path.read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"missing parameter file {str(params_path)!r}") from None
-    except Exception as e:  # msgpack raises several types on bad bytes
-        raise ValueError(f"corrupt parameter file {str(params_path)!r}: {e}") from None
+    params = read_msgpack(params_path, "parameter")
     n, hidden = int(info["num_players"]), list(info["hidden_sizes"])
     sizes = [int(info["obs_dim"])] + hidden + [int(info["num_actions"])]
     names = [f"hidden_{i}" for i in range(len(hidden))] + ["out"]
@@ -169,3 +162,16 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
     policy.params = params
     policy.values = values
     return policy
+
+
+def read_msgpack(path, what: str) -> dict:
+    """A msgpack file of an export as a pytree; a missing or corrupt file is a
+    `ValueError` that names the file and what it holds (``what``)."""
+    from flax import serialization
+
+    try:
+        return serialization.msgpack_restore(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise ValueError(f"missing {what} file {str(path)!r}") from None
+    except Exception as e:  # msgpack raises several types on bad bytes
+        raise ValueError(f"corrupt {what} file {str(path)!r}: {e}") from None

@@ -136,3 +136,20 @@ def test_selfplay_search_variants_pass_check_policy(env, run, options):
     spec = f"selfplay_search:{run}" + (f",{options}" if options else "")
     states = testing.sample_positions(env, 64, 2)
     testing.check_policy(resolve_policy(spec, env), env, states, testing.scramble_positions(states, 3))
+
+
+def test_a_corrupt_or_missing_head_file_is_named(run, tmp_path):
+    import shutil
+
+    from coupjax.inference import read_msgpack
+
+    d = tmp_path / "run"
+    shutil.copytree(run, d)
+    (d / "export" / "value.msgpack").write_bytes(b"\xc1 not msgpack")
+    with pytest.raises(ValueError, match=r"corrupt value file .*value\.msgpack"):
+        SP.read_head(d, "value")
+    (d / "export" / "value.msgpack").unlink()
+    with pytest.raises(ValueError, match=r"missing value file .*value\.msgpack"):
+        SP.read_head(d, "value")
+    with pytest.raises(ValueError, match="missing parameter file"):
+        read_msgpack(d / "export" / "nothing.msgpack", "parameter")

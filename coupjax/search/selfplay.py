@@ -46,7 +46,7 @@ import jax.numpy as jnp
 from coupjax import rules as R
 from coupjax.beliefs import posterior as POST
 from coupjax.game import board
-from coupjax.inference import load_policy, mlp_apply, read_export
+from coupjax.inference import load_policy, mlp_apply, read_export, read_msgpack
 from coupjax.policies.common import Policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 from coupjax.search.policy import make_search_policy
@@ -76,20 +76,12 @@ def export_dir(path) -> Path:
 def read_head(path, which: str):
     """(params, info) of the export's ``which`` head ("belief" or "value"), or (None, info)
     when the export has none.  ValueError naming the file if it is missing or corrupt."""
-    from flax import serialization
-
     info, _ = read_export(path)
     name = info.get(f"{which}_file")
     if name is None:
         return None, info
     f = export_dir(path) / name
-    try:
-        params = serialization.msgpack_restore(f.read_bytes())
-    except FileNotFoundError:
-        raise ValueError(f"missing {which} file {str(f)!r}") from None
-    except Exception as e:  # msgpack raises several types on bad bytes
-        raise ValueError(f"corrupt {which} file {str(f)!r}: {e}") from None
-    return jax.tree.map(jnp.asarray, params), info
+    return jax.tree.map(jnp.asarray, read_msgpack(f, which)), info
 
 
 def load_learned_belief(path):
