@@ -16,8 +16,8 @@ from coupjax.policies.pools import OPPONENTS
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ["--games", "24", "--no-wandb", "--set", "num_envs=8", "--set", "num_chunks=1", "--set",
-        "updates_per_chunk=4", "--set", "warmup_steps=8", "--set", "batch_size=8", "--set", "buffer_size=64",
-        "--set", "checkpoint_every=1"]
+        "updates_per_chunk=2", "--set", "rollout_steps=8", "--set", "snapshot_every=1", "--set",
+        "checkpoint_every=1"]
 
 
 def _one_line_error(capsys, argv, main=cli.main):
@@ -134,10 +134,10 @@ def test_use_host_cores_sets_the_flag_only_before_jax_starts(monkeypatch):
     assert devices.use_host_cores(1) == 1
 
 
-def test_quickstart_is_dqn_cpu_cut_to_a_third():
+def test_quickstart_is_selfplay_cpu_cut_short():
     from training.config import QUICKSTART, config_from_dict, config_to_dict, load_config
 
-    full = config_to_dict(load_config(ROOT / "configs" / "dqn_cpu.yaml"))
+    full = config_to_dict(load_config(ROOT / "configs" / "selfplay_cpu.yaml"))
     quick = config_to_dict(config_from_dict(QUICKSTART))
-    assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every"}
-    assert 3 * quick["num_chunks"] == full["num_chunks"]
+    assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every", "seed"}
+    assert quick["num_chunks"] < full["num_chunks"] and quick["num_chunks"] % quick["checkpoint_every"] == 0
