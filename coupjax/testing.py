@@ -19,6 +19,8 @@ unchanged, with the same key); and that it traces once for repeated calls.
 """
 from __future__ import annotations
 
+import functools
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -91,16 +93,9 @@ def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> 
     return {"games": num_games, "steps": steps, "finished": int(finished.sum())}
 
 
-def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 40):
-    """Mid-game positions (a batched state, none finished) from uniform-random games
-    stopped after a random number of decisions, covering every phase; a third of them
-    stop just after a step whose event holds a private choice of another seat (a
-    reveal or an exchange's keep), where a policy could peek at it."""
-    key = jax.random.PRNGKey(seed)
-    games = 4 * num_states
-    k_stop, k_play = jax.random.split(key)
-    limit = jax.random.randint(k_stop, (games,), 0, max_decisions + 1)
-    after_private = jnp.arange(games) % 3 == 0
+@functools.lru_cache(maxsize=16)
+def _position_player(env):
+    """The jitted game player of `sample_positions` (one compilation per env and shape)."""
 
     @jax.jit
     def play(key, limit, after_private):
@@ -124,9 +119,22 @@ def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: i
 
             return jax.lax.while_loop(cond, body, (s, jnp.int32(0), k))[0]
 
-        return jax.vmap(one)(jax.random.split(key, games), limit, after_private)
+        return jax.vmap(one)(jax.random.split(key, limit.shape[0]), limit, after_private)
 
-    states = play(k_play, limit, after_private)
+    return play
+
+
+def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 40):
+    """Mid-game positions (a batched state, none finished) from uniform-random games
+    stopped after a random number of decisions, covering every phase; a third of them
+    stop just after a step whose event holds a private choice of another seat (a
+    reveal or an exchange's keep), where a policy could peek at it."""
+    key = jax.random.PRNGKey(seed)
+    games = 4 * num_states
+    k_stop, k_play = jax.random.split(key)
+    limit = jax.random.randint(k_stop, (games,), 0, max_decisions + 1)
+    after_private = jnp.arange(games) % 3 == 0
+    states = _position_player(env)(k_play, limit, after_private)
     live = np.flatnonzero(~np.asarray(states.terminated))[:num_states]
     assert len(live) == num_states, f"only {len(live)} of {num_states} positions were live; lower max_decisions"
     return jax.tree.map(lambda x: x[live], states)

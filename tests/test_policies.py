@@ -8,6 +8,8 @@ bots, 2,000 games) measures the rates.
 """
 from __future__ import annotations
 
+import json
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -243,3 +245,16 @@ def test_run_games_small(env):
     assert np.asarray(stats["wins"]).sum() == 8
     assert np.asarray(stats["bluffs"])[:, 0].sum() == 0
     assert set(stats) >= set(arena.STAT_NAMES)
+
+
+def test_bench_policy_times_every_spec_at_the_same_positions(tmp_path, capsys):
+    from evals import bench_policy
+
+    out = bench_policy.main(["--policy", "random", "--positions", "3", "--out", str(tmp_path / "b.json")])
+    assert list(out) == ["random"] and json.loads((tmp_path / "b.json").read_text()) == out
+    for r in out.values():
+        assert r["positions"] == 3 and 0 < r["single_median_s"] <= r["single_max_s"]
+        assert r["batched_per_decision_s"] > 0
+    with pytest.raises(SystemExit) as info:
+        bench_policy.main(["--policy", "no_such_bot"])
+    assert info.value.code == 2 and "no_such_bot" in capsys.readouterr().err
