@@ -49,6 +49,13 @@ def queue_size(games: int, batch: int, most: int = 16) -> int:
     return max(1, -(-games // calls))
 
 
+def cell_batch(batch: int, games: int) -> int:
+    """Slots of a table player whose cells hold ``games`` games each: the config's
+    ``batch``, or fewer for small cells (the search's), whose padding slots would
+    otherwise compute the expensive policy's capacity on no game."""
+    return max(1, min(int(batch), int(games)))
+
+
 def table_keys(seed: int, stream: int, count: int):
     """Game keys of a table set: ``fold_in(fold_in(PRNGKey(seed), stream), g)``."""
     return arena.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
@@ -89,14 +96,15 @@ class Suite:
             pols = build_policies(env, self.cfg, tested)
             entries = [make_policy(x, env) for x in SCRIPTED_NAMES] + [pols[x] for x in tested]
             base = len(SCRIPTED_NAMES)
+            batch = cell_batch(self.cfg.batch, games * len(tested))
             caps = []
             for cond in self.cfg.conditions:
                 seats, opp = draw_condition_tables(min(games, 4000), n, 0, condition_weights(cond))
                 groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
-                caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(self.cfg.batch)))
-            player = TablePlayer(env, entries, None, batch=self.cfg.batch, capacity=tuple(np.max(caps, axis=0)),
-                                 queue=queue_size(games * len(tested), self.cfg.batch))
+                caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(batch)))
+            player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(np.max(caps, axis=0)),
+                                 queue=queue_size(games * len(tested), batch))
             self._players[key] = (player, tested)
         return self._players[key]
 
