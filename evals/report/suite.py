@@ -130,31 +130,27 @@ class Suite:
         return out
 
     # ------------------------------------------------------------ cells
-    def seat_cells(self) -> dict:
-        cfg = self.cfg
-        n = cfg.num_players
-        tested = self.labels_for(n, [*cfg.policies, *cfg.advised])
+    def matrix_cells(self, prefix: str, tested: list, games: int, desc: str) -> dict:
+        """(condition, seed) -> cell ``{prefix}/{condition}/s{seed}``: ``tested`` in one seat
+        of the first ``games`` tables of that condition and seed."""
+        n = self.cfg.num_players
         out = {}
-        for ci, cond in enumerate(cfg.conditions):
-            for seed in cfg.seeds:
-                name = f"seat/n{n}/{cond}/s{seed}"
-                out[(cond, seed)] = self.store.cell(name, lambda c=cond, s=seed, i=ci: (
-                    self.play_seat_tables(n, tested, c, s, cfg.games, i, f"seat tables {c} seed {s}"), None))
+        for ci, cond in enumerate(self.cfg.conditions):
+            for seed in self.cfg.seeds:
+                out[(cond, seed)] = self.store.cell(f"{prefix}/{cond}/s{seed}", lambda c=cond, s=seed, i=ci: (
+                    self.play_seat_tables(n, tested, c, s, games, i, f"{desc} {c} seed {s}"), None))
         return out
 
+    def seat_cells(self) -> dict:
+        n = self.cfg.num_players
+        tested = self.labels_for(n, [*self.cfg.policies, *self.cfg.advised])
+        return self.matrix_cells(f"seat/n{n}", tested, self.cfg.games, "seat tables")
+
     def search_cells(self) -> dict:
-        cfg = self.cfg
-        n = cfg.num_players
-        tested = self.labels_for(n, list(cfg.search_policies))
-        out = {}
-        if not tested or cfg.search_games == 0:
-            return out
-        for ci, cond in enumerate(cfg.conditions):
-            for seed in cfg.seeds:
-                name = f"search/{cond}/s{seed}"
-                out[(cond, seed)] = self.store.cell(name, lambda c=cond, s=seed, i=ci: (
-                    self.play_seat_tables(n, tested, c, s, cfg.search_games, i, f"search {c} seed {s}"), None))
-        return out
+        tested = self.labels_for(self.cfg.num_players, list(self.cfg.search_policies))
+        if not tested or self.cfg.search_games == 0:
+            return {}
+        return self.matrix_cells("search", tested, self.cfg.search_games, "search")
 
     def player_cells(self) -> dict:
         cfg = self.cfg
