@@ -33,23 +33,17 @@ from typing import Any, Mapping
 
 import yaml
 
+from coupjax.paths import config_path
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
 
-# The main job's embedded default (`python -m coupjax`, `make run`): `configs/selfplay_cpu.yaml`
-# (self-play PPO with a magnet and a learned belief) cut to 6 of its 10 chunks, on a
-# training seed of its own, so a fresh machine trains and evaluates in minutes.
-QUICKSTART = {
-    "algo": "selfplay", "seed": 5, "num_players": 4, "num_seeds": 1, "num_envs": 256, "rollout_steps": 32,
-    "opponents": "scripted", "self_weight": 0.15, "snapshot_weight": 0.15, "num_snapshots": 4,
-    "snapshot_every": 50, "pool_margin": 3.0, "table_concentration": 1.0, "gamma": 0.995, "gae_lambda": 0.9,
-    "learning_rate": 3e-4, "anneal_lr": True, "max_grad_norm": 0.5, "num_epochs": 3, "num_minibatches": 4,
-    "clip_eps": 0.2, "value_coef": 0.5, "entropy_coef": 0.01, "magnet_coef": 0.05, "magnet_ema": 0.99,
-    "hidden_sizes": [128, 128], "belief_coef": 1.0, "belief_hidden_sizes": [128, 128],
-    "updates_per_chunk": 100, "num_chunks": 6, "checkpoint_every": 3, "max_checkpoints": 1,
-    "export_seed": 0, "export_temperature": 0.0, "eval_games": 0,
-}
+# The main job's embedded default (`python -m coupjax`, `make run`): the shipped
+# `configs/selfplay_cpu.yaml` (self-play PPO with a magnet and a learned belief) cut to 6
+# of its 10 chunks, on a training seed of its own, so a fresh machine trains and
+# evaluates in minutes.
+QUICKSTART = {**yaml.safe_load(config_path("selfplay_cpu.yaml").read_text()),
+              "num_chunks": 6, "checkpoint_every": 3, "seed": 5}
 
 
 class ConfigError(ValueError):
