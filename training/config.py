@@ -130,6 +130,7 @@ class SelfPlayConfig:
     num_snapshots: int = 4  # snapshots kept (a ring)
     snapshot_every: int = 25  # updates between two snapshots
     table_concentration: float = 0.0  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
+    exploiter_tables: float = 0.0  # share of tables with a learned exploiter in one seat, the network in the rest
     pool_margin: float = 0.0  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
     gamma: float = 0.995  # per own decision
@@ -175,7 +176,7 @@ _POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps",
                  "snapshot_every", "num_epochs", "num_minibatches"}
 _NONNEG_INT = {"warmup_steps", "eval_games", "seed", "export_seed"}
 _UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction", "self_weight", "snapshot_weight", "gae_lambda",
-         "clip_eps", "magnet_ema"}
+         "clip_eps", "magnet_ema", "exploiter_tables"}
 _POSITIVE_FLOAT = {"learning_rate", "temperature"}
 _NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay", "pool_margin", "table_concentration",
                  "value_coef", "entropy_coef", "magnet_coef", "belief_coef"}

@@ -82,6 +82,7 @@ class RunnerState:
     tables: Tables
     key: jax.Array
     update: jax.Array  # int32 []  updates done
+    exploiter: dict | None = None  # {"params": {"policy", "value"}, "opt_state"}; None without one
 
 
 class PolicyWithBelief(nn.Module):
@@ -163,6 +164,33 @@ class Batch:
     learner: jnp.ndarray
     belief_target: jnp.ndarray
     belief_weight: jnp.ndarray  # float32 [n-1, 5]
+    exploiter: "ExploiterBatch | None" = None
+
+
+@struct.dataclass
+class ExploiterBatch:
+    """The exploiter's side of a batch: its log-probabilities, advantages, returns, weights."""
+
+    logp: jnp.ndarray
+    adv: jnp.ndarray
+    ret: jnp.ndarray
+    learner: jnp.ndarray
+
+
+def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_eps: float):
+    """PPO's terms over the decisions where ``learner`` holds: the clipped surrogate
+    (advantages normalised over them), the value loss, the entropy and two diagnostics."""
+    logp = jnp.take_along_axis(logp_all, action[:, None], axis=-1)[:, 0]
+    w = learner.astype(jnp.float32)
+    mean = _wmean(adv, w)
+    adv = (adv - mean) / (jnp.sqrt(_wmean((adv - mean) ** 2, w)) + 1e-8)
+    log_ratio = logp - old_logp
+    ratio = jnp.exp(log_ratio)
+    pg = _wmean(-jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - clip_eps, 1 + clip_eps) * adv), w)
+    entropy = _wmean(-jnp.where(mask, jnp.exp(logp_all) * logp_all, 0.0).sum(-1), w)
+    return {"pg_loss": pg, "value_loss": 0.5 * _wmean((value - ret) ** 2, w), "entropy": entropy,
+            "approx_kl": _wmean((ratio - 1) - log_ratio, w),
+            "clip_frac": _wmean((jnp.abs(ratio - 1) > clip_eps).astype(jnp.float32), w)}
 
 
 def masked_log_softmax(logits, mask):
@@ -224,7 +252,8 @@ class SelfPlaySetup:
         return out
 
 
-COUNTS = ("games", "wins", "env_steps", "transitions", "stalls")
+COUNTS = ("games", "wins", "env_steps", "transitions", "stalls", "exploiter/games", "exploiter/wins",
+          "exploiter/transitions")
 
 
 def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
@@ -242,8 +271,11 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     env = Env(cfg.num_players)
     n, A, obs_dim = env.num_players, env.num_actions, env.observation_shape[0]
     league = League(env, resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"), cfg.num_snapshots,
-                    cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration)
+                    cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration,
+                    cfg.exploiter_tables)
+    has_x = league.exploiter >= 0
     value_net = MLP(1, n, tuple(cfg.hidden_sizes))
+    exploiter_net = MLP(A, n, tuple(cfg.hidden_sizes))
     shared = not cfg.belief_hidden_sizes  # the belief head on the policy's torso
     if shared:
         policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * R.NUM_ROLES)
@@ -268,30 +300,27 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     def loss_fn(params, magnet, b: Batch):
         logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
-        logp = jnp.take_along_axis(logp_all, b.action[:, None], axis=-1)[:, 0]
-        w = b.learner.astype(jnp.float32)
-        mean = _wmean(b.adv, w)
-        adv = (b.adv - mean) / (jnp.sqrt(_wmean((b.adv - mean) ** 2, w)) + 1e-8)
-        log_ratio = logp - b.logp
-        ratio = jnp.exp(log_ratio)
-        pg = _wmean(-jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - cfg.clip_eps, 1 + cfg.clip_eps) * adv), w)
-        p = jnp.exp(logp_all)
-        entropy = _wmean(-jnp.where(b.mask, p * logp_all, 0.0).sum(-1), w)
-        mag = masked_log_softmax(policy_logits(magnet, b.obs), b.mask)
-        kl = _wmean(jnp.where(b.mask, p * (logp_all - mag), 0.0).sum(-1), w)
         value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
-        v_loss = 0.5 * _wmean((value - b.ret) ** 2, w)
+        aux = ppo_terms(logp_all, b.mask, value, b.action, b.logp, b.adv, b.ret, b.learner, cfg.clip_eps)
+        mag = masked_log_softmax(policy_logits(magnet, b.obs), b.mask)
+        kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - mag), 0.0).sum(-1), b.learner.astype(jnp.float32))
         blog = belief_logits(params, b.obs)
         bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
         b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
-        total = (pg + cfg.value_coef * v_loss - cfg.entropy_coef * entropy + cfg.magnet_coef * kl
-                 + cfg.belief_coef * b_loss)
-        aux = {"pg_loss": pg, "value_loss": v_loss, "entropy": entropy, "kl_magnet": kl, "belief_loss": b_loss,
-               "approx_kl": _wmean((ratio - 1) - log_ratio, w),
-               "clip_frac": _wmean((jnp.abs(ratio - 1) > cfg.clip_eps).astype(jnp.float32), w)}
-        return total, aux
+        total = (aux["pg_loss"] + cfg.value_coef * aux["value_loss"] - cfg.entropy_coef * aux["entropy"]
+                 + cfg.magnet_coef * kl + cfg.belief_coef * b_loss)
+        return total, {**aux, "kl_magnet": kl, "belief_loss": b_loss}
+
+    def exploiter_loss_fn(xparams, b: Batch):
+        """PPO without magnet or belief: a best response to the current network."""
+        x = b.exploiter
+        logp_all = masked_log_softmax(exploiter_net.apply({"params": xparams["policy"]}, b.obs), b.mask)
+        value = value_net.apply({"params": xparams["value"]}, b.obs)[:, 0]
+        aux = ppo_terms(logp_all, b.mask, value, b.action, x.logp, x.adv, x.ret, x.learner, cfg.clip_eps)
+        return aux["pg_loss"] + cfg.value_coef * aux["value_loss"] - cfg.entropy_coef * aux["entropy"], aux
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+    exploiter_grad_fn = jax.value_and_grad(exploiter_loss_fn, has_aux=True)
 
     # ---------------------------------------------------------- one seed, one device
     def init_one(key, shard):
@@ -301,35 +330,61 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         if not shared:
             params["belief"] = init_params(belief_net, kb, obs_dim)
         snaps = jax.tree.map(lambda x: jnp.broadcast_to(x, (K,) + x.shape), params["policy"])
+        exploiter = None
+        if has_x:  # its own keys, so that runs without one draw as they did
+            kxp, kxv = jax.random.split(jax.random.fold_in(key, 2))
+            xparams = {"policy": init_params(exploiter_net, kxp, obs_dim),
+                       "value": init_params(value_net, kxv, obs_dim)}
+            exploiter = {"params": xparams, "opt_state": tx.init(xparams)}
         return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
-                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0))
+                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0),
+                           exploiter=exploiter)
 
     def rollout(rs: RunnerState, key):
+        """Returns (tables, StepRecord [T, B, ...], {"self": (logp, value, adv), and "exploiter"
+        with one}): each trained network's log-probability of the action taken, value and
+        advantage at every step (their own seats' decisions only count)."""
+        nets = {"self": (lambda obs: policy_logits(rs.params["policy"], obs), rs.params["value"], "learner")}
+        if has_x:
+            xp = rs.exploiter["params"]
+            nets["exploiter"] = (lambda obs: exploiter_net.apply({"params": xp["policy"]}, obs), xp["value"],
+                                 "exploiter")
+
         def env_step(tables, k):
             obs = tables.state.observation
-            logits = policy_logits(rs.params["policy"], obs)
-            value = value_net.apply({"params": rs.params["value"]}, obs)[:, 0]
+            logits = {name: f(obs) for name, (f, _, _) in nets.items()}
+            values = {name: value_net.apply({"params": v}, obs)[:, 0] for name, (_, v, _) in nets.items()}
             snaps = jax.vmap(policy_logits, in_axes=(0, None))(rs.snapshots, obs)
-            tables, rec = league.step(tables, k, logits, snaps)
-            logp = jnp.take_along_axis(masked_log_softmax(logits, rec.mask), rec.action[:, None], axis=-1)[:, 0]
-            return tables, (rec, logp, value)
+            tables, rec = league.step(tables, k, logits["self"], snaps, logits.get("exploiter"))
+            logps = {name: jnp.take_along_axis(masked_log_softmax(x, rec.mask), rec.action[:, None], axis=-1)[:, 0]
+                     for name, x in logits.items()}
+            return tables, (rec, logps, values)
 
-        tables, (rec, logp, value) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
-        v_all = value_net.apply({"params": rs.params["value"]}, league.seat_observations(tables))[..., 0]
-        _, alive = league.learner_alive(tables)
-        boot = jnp.where(alive, v_all, lost)
-        adv = jax.vmap(seat_advantages, in_axes=(1, 1, 1, 1, 1, 0, None, None), out_axes=1)(
-            rec.seat, rec.learner, value, rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
-        return tables, rec, logp, value, adv
+        tables, (rec, logps, values) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
+        seat_obs = league.seat_observations(tables)
+        alive = league.alive(tables)
+        out = {}
+        for name, (_, v, flag) in nets.items():
+            boot = jnp.where(alive, value_net.apply({"params": v}, seat_obs)[..., 0], lost)
+            adv = jax.vmap(seat_advantages, in_axes=(1, 1, 1, 1, 1, 0, None, None), out_axes=1)(
+                rec.seat, getattr(rec, flag), values[name], rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
+            out[name] = (logps[name], values[name], adv)
+        return tables, rec, out
 
     def update_one(rs: RunnerState, _):
         key, k_roll, k_perm = jax.random.split(rs.key, 3)
-        tables, rec, logp, value, adv = rollout(rs, k_roll)
+        tables, rec, nets = rollout(rs, k_roll)
+        logp, value, adv = nets["self"]
         flat = lambda x: x.reshape((N,) + x.shape[2:])  # noqa: E731
         bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(R.NUM_ROLES)
+        xb = None
+        if has_x:
+            x_logp, x_value, x_adv = nets["exploiter"]
+            xb = ExploiterBatch(logp=flat(x_logp), adv=flat(x_adv), ret=flat(x_adv + x_value),
+                                learner=flat(rec.exploiter))
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
-                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
+                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32), exploiter=xb)
         # the belief's calibration on this rollout, before the update
         blog = belief_logits(rs.params, batch.obs)
         bp = jax.nn.sigmoid(blog)
@@ -341,16 +396,25 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             perm = jax.random.permutation(k, N)
             mbs = jax.tree.map(lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
 
+            def adam_step(params, opt, grads):
+                upd, opt = tx.update(jax.lax.pmean(grads, AXIS), opt, params)
+                return optax.apply_updates(params, upd), opt
+
             def mb_step(c, mb):
-                params, opt = c
+                params, opt, x = c
                 (_, aux), grads = grad_fn(params, rs.magnet, mb)
-                grads = jax.lax.pmean(grads, AXIS)
-                upd, opt = tx.update(grads, opt, params)
-                return (optax.apply_updates(params, upd), opt), aux
+                params, opt = adam_step(params, opt, grads)
+                if x is not None:
+                    (_, x_aux), x_grads = exploiter_grad_fn(x["params"], mb)
+                    x_params, x_opt = adam_step(x["params"], x["opt_state"], x_grads)
+                    x = {"params": x_params, "opt_state": x_opt}
+                    aux = {**aux, **{f"exploiter/{k}": v for k, v in x_aux.items()}}
+                return (params, opt, x), aux
 
             return jax.lax.scan(mb_step, carry, mbs)
 
-        (params, opt), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state), jax.random.split(k_perm, cfg.num_epochs))
+        (params, opt, exploiter), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state, rs.exploiter),
+                                                     jax.random.split(k_perm, cfg.num_epochs))
         magnet = jax.tree.map(lambda m, p: cfg.magnet_ema * m + (1 - cfg.magnet_ema) * p, rs.magnet,
                               params["policy"])
         update = rs.update + 1
@@ -359,7 +423,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         snaps = jax.tree.map(lambda s, p: s.at[ring].set(jnp.where(due, p, s[ring])), rs.snapshots,
                              params["policy"])
         new = RunnerState(params=params, magnet=magnet, snapshots=snaps, opt_state=opt, tables=tables, key=key,
-                          update=update)
+                          update=update, exploiter=exploiter)
         means = {k: v.mean() for k, v in aux.items()}
         means["belief_brier"] = brier
         means["learner_share"] = rec.learner.mean()
@@ -367,6 +431,10 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                 "transitions": rec.learner.sum(), "stalls": (~rec.stepped).sum(),
                 "games_vs": (rec.present & rec.done[..., None]).sum((0, 1)),
                 "wins_vs": (rec.present & rec.primary_won[..., None]).sum((0, 1)), "calibration": cal}
+        if has_x:
+            sums["exploiter/games"] = (rec.present[..., league.exploiter] & rec.done).sum()
+            sums["exploiter/wins"] = rec.exploiter_won.sum()
+            sums["exploiter/transitions"] = rec.exploiter.sum()
         return new, (means, sums)
 
     def chunk_one(rs: RunnerState):
@@ -377,10 +445,12 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         m = {**means, **sums, "belief_ece": ece_from_sums(cal), "step": rs.update,
              "win_rate": sums["wins"] / jnp.maximum(sums["games"], 1),
              "stall_rate": sums["stalls"] / jnp.maximum(sums["stalls"] + sums["env_steps"], 1)}
+        if has_x:  # the exploiter's own win rate at its tables (1/n: it found nothing)
+            m["exploiter/win_rate"] = sums["exploiter/wins"] / jnp.maximum(sums["exploiter/games"], 1)
         return rs, m
 
     specs = RunnerState(params=P(), magnet=P(), snapshots=P(), opt_state=P(), tables=P(None, AXIS), key=P(),
-                        update=P())
+                        update=P(), exploiter=P() if has_x else None)
 
     def init_local(key):
         shard = jax.lax.axis_index(AXIS)
