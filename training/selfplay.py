@@ -24,6 +24,15 @@ the value of each seat's own view, and an eliminated seat on its known loss); th
 and the magnet moves towards the policy (an EMA of its parameters); every
 ``snapshot_every`` updates the policy joins the league as a snapshot.
 
+With ``exploiter_tables`` > 0 a second network, the exploiter (policy and value MLPs,
+no magnet, no belief), learns a best response to the current one at its tables
+(`training.league`): per-seat GAE over its own decisions, then ``num_epochs`` PPO
+steps on all of them at once (they are a small share of the batch, so minibatches
+of them would be noise), with a constant learning rate, since its target moves.
+The current network trains on its seats at those tables like everywhere else, so
+whatever the exploiter finds is punished as it is found (AlphaStar's main exploiters,
+in "Grandmaster level in StarCraft II using multi-agent reinforcement learning").
+
 Why PPO with a magnet, not R-NaD: it is the regulariser Ataraxos trains its move
 network with (clipped importance ratios and a reverse KL to a magnet policy), i.e.
 magnetic mirror descent in its practical form, which converges to regularised
@@ -287,6 +296,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
     lr = optax.linear_schedule(cfg.learning_rate, 0.0, total_steps) if cfg.anneal_lr else cfg.learning_rate
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+    x_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.learning_rate, eps=1e-5))
     lost = -1.0 / (n - 1)
 
     def policy_logits(p, obs):
@@ -335,7 +345,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             kxp, kxv = jax.random.split(jax.random.fold_in(key, 2))
             xparams = {"policy": init_params(exploiter_net, kxp, obs_dim),
                        "value": init_params(value_net, kxv, obs_dim)}
-            exploiter = {"params": xparams, "opt_state": tx.init(xparams)}
+            exploiter = {"params": xparams, "opt_state": x_tx.init(xparams)}
         return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
                            tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0),
                            exploiter=exploiter)
@@ -396,25 +406,25 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             perm = jax.random.permutation(k, N)
             mbs = jax.tree.map(lambda x: x[perm].reshape((cfg.num_minibatches, -1) + x.shape[1:]), batch)
 
-            def adam_step(params, opt, grads):
-                upd, opt = tx.update(jax.lax.pmean(grads, AXIS), opt, params)
-                return optax.apply_updates(params, upd), opt
-
             def mb_step(c, mb):
-                params, opt, x = c
+                params, opt = c
                 (_, aux), grads = grad_fn(params, rs.magnet, mb)
-                params, opt = adam_step(params, opt, grads)
-                if x is not None:
-                    (_, x_aux), x_grads = exploiter_grad_fn(x["params"], mb)
-                    x_params, x_opt = adam_step(x["params"], x["opt_state"], x_grads)
-                    x = {"params": x_params, "opt_state": x_opt}
-                    aux = {**aux, **{f"exploiter/{k}": v for k, v in x_aux.items()}}
-                return (params, opt, x), aux
+                grads = jax.lax.pmean(grads, AXIS)
+                upd, opt = tx.update(grads, opt, params)
+                return (optax.apply_updates(params, upd), opt), aux
 
             return jax.lax.scan(mb_step, carry, mbs)
 
-        (params, opt, exploiter), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state, rs.exploiter),
-                                                     jax.random.split(k_perm, cfg.num_epochs))
+        (params, opt), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state), jax.random.split(k_perm, cfg.num_epochs))
+        exploiter = rs.exploiter
+        if has_x:  # a few full-batch steps: its decisions are a small share of the batch
+            def x_step(x, _):
+                (_, x_aux), grads = exploiter_grad_fn(x["params"], batch)
+                upd, x_opt = x_tx.update(jax.lax.pmean(grads, AXIS), x["opt_state"], x["params"])
+                return {"params": optax.apply_updates(x["params"], upd), "opt_state": x_opt}, x_aux
+
+            exploiter, x_aux = jax.lax.scan(x_step, exploiter, None, cfg.num_epochs)
+            aux = {**aux, **{f"exploiter/{k}": v for k, v in x_aux.items()}}
         magnet = jax.tree.map(lambda m, p: cfg.magnet_ema * m + (1 - cfg.magnet_ema) * p, rs.magnet,
                               params["policy"])
         update = rs.update + 1
