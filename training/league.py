@@ -232,7 +232,8 @@ class League:
         x_won = done & ((tables.member == self.exploiter) & (rewards > 0)).any(axis=1)
         record = StepRecord(obs=s.observation, mask=s.legal_action_mask, action=action, seat=seat,
                             learner=(member == 0) & stepped, exploiter=(member == self.exploiter) & stepped,
-                            stepped=stepped, done=done, rewards=rewards, primary_won=won, exploiter_won=x_won, present=present, hands_target=target, hands_valid=valid)
+                            stepped=stepped, done=done, rewards=rewards, primary_won=won, exploiter_won=x_won,
+                            present=present, hands_target=target, hands_valid=valid)
         return tables.replace(state=new_state, member=new_member, primary=new_primary), record
 
     def seat_observations(self, tables: Tables):

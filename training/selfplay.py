@@ -313,7 +313,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
         aux = ppo_terms(logp_all, b.mask, value, b.action, b.logp, b.adv, b.ret, b.learner, cfg.clip_eps)
         mag = masked_log_softmax(policy_logits(magnet, b.obs), b.mask)
-        kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - mag), 0.0).sum(-1), b.learner.astype(jnp.float32))
+        kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - mag), 0.0).sum(-1),
+                    b.learner.astype(jnp.float32))
         blog = belief_logits(params, b.obs)
         bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
         b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
