@@ -15,8 +15,7 @@ TUNING_SEEDS: dict[int, str] = {
        "training seed of the runs the selfplay_* configs were chosen on",
     1000: "evals.advisor_quality --fit: the advisor's claim likelihoods, calibration and value constants",
     1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES)",
-    1002: "evals.exploit --tune: the best responses (and their seat tables) on which selfplay_cpu's exploiter "
-          "was chosen",
+    1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings were compared",
 }
 
 # The default seed of the reporting commands (never a tuning seed).
