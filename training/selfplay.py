@@ -173,12 +173,12 @@ class Batch:
     learner: jnp.ndarray
     belief_target: jnp.ndarray
     belief_weight: jnp.ndarray  # float32 [n-1, 5]
-    exploiter: "ExploiterBatch | None" = None
 
 
 @struct.dataclass
 class ExploiterBatch:
-    """The exploiter's side of a batch: its log-probabilities, advantages, returns, weights."""
+    """The exploiter's side of a `Batch` (same decisions, same order): its log-probabilities,
+    advantages, returns, and where it decided."""
 
     logp: jnp.ndarray
     adv: jnp.ndarray
@@ -322,9 +322,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                  + cfg.magnet_coef * kl + cfg.belief_coef * b_loss)
         return total, {**aux, "kl_magnet": kl, "belief_loss": b_loss}
 
-    def exploiter_loss_fn(xparams, b: Batch):
+    def exploiter_loss_fn(xparams, b: Batch, x: ExploiterBatch):
         """PPO without magnet or belief: a best response to the current network."""
-        x = b.exploiter
         logp_all = masked_log_softmax(exploiter_net.apply({"params": xparams["policy"]}, b.obs), b.mask)
         value = value_net.apply({"params": xparams["value"]}, b.obs)[:, 0]
         aux = ppo_terms(logp_all, b.mask, value, b.action, x.logp, x.adv, x.ret, x.learner, cfg.clip_eps)
@@ -395,7 +394,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                                 learner=flat(rec.exploiter))
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
-                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32), exploiter=xb)
+                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
         # the belief's calibration on this rollout, before the update
         blog = belief_logits(rs.params, batch.obs)
         bp = jax.nn.sigmoid(blog)
@@ -420,7 +419,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         exploiter = rs.exploiter
         if has_x:  # a few full-batch steps: its decisions are a small share of the batch
             def x_step(x, _):
-                (_, x_aux), grads = exploiter_grad_fn(x["params"], batch)
+                (_, x_aux), grads = exploiter_grad_fn(x["params"], batch, xb)
                 upd, x_opt = x_tx.update(jax.lax.pmean(grads, AXIS), x["opt_state"], x["params"])
                 return {"params": optax.apply_updates(x["params"], upd), "opt_state": x_opt}, x_aux
 
