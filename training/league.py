@@ -31,7 +31,8 @@ beyond that waits one step (counted as a stall; which games wait depends on the 
 of the batch over devices).  With z = 0 every pool policy runs on every game.
 
 A game also ends, for training, when no seat of the current network or of the exploiter
-has influence left (the rest of it would teach nothing): every seat then gets the loser's reward.
+has influence left (the rest of it would teach nothing): every seat then gets the
+loser's reward.
 Rewards are the engine's (+1 to the winner, -1/(n-1) to every other seat).  Randomness
 of game slot g comes from ``fold_in(key, slot[g])``, with ``slot`` its global index.
 """
