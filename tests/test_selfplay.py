@@ -102,7 +102,7 @@ def test_league_sampling_draws_from_every_member():
 
 def test_exploiter_tables_seat_it_once_against_the_network():
     """A share of the tables: the exploiter at one non-primary seat, the network at the
-    rest; the other tables are drawn exactly as without an exploiter."""
+    rest; the primaries are those of the plain league, and the other tables keep its shares."""
     env = Env(4)
     plain = League(env, {"random": 1.0, "honest": 3.0}, 2, 0.2, 0.3)
     league = League(env, {"random": 1.0, "honest": 3.0}, 2, 0.2, 0.3, exploiter_tables=0.3)
