@@ -105,6 +105,25 @@ def test_policy_specs_resolve(env, tmp_path, monkeypatch):
             resolve_policy(bad, env)
 
 
+def test_shipped_exports_resolve_from_any_directory(env, tmp_path, monkeypatch):
+    """``best_responses/selfplay_seed0`` (an opponent of the self-play configs) is found in
+    the shipped configs folder from any working directory; a folder of the same name in
+    the working directory comes first."""
+    from coupjax.paths import CONFIG_DIR
+    from coupjax.policies.spec import describe_spec, locate
+    from coupjax.testing import check_policy
+
+    spec = "best_responses/selfplay_seed0"
+    monkeypatch.chdir(tmp_path)
+    assert describe_spec(spec) == "path" and locate(spec) == CONFIG_DIR / spec
+    policy = resolve_policy(spec, env)
+    assert policy.info["kind"] == "dqn" and policy.info["num_players"] == 4
+    check_policy(policy, env, num_states=32)
+    (tmp_path / spec).mkdir(parents=True)
+    assert locate(spec).resolve() == (tmp_path / spec).resolve()
+    assert locate("best_responses/no_such_export") is None
+
+
 def test_seat_table_cli_writes_the_documented_keys(tmp_path, capsys):
     out = tmp_path / "table.json"
     S.main(["--policy", "random", "--policy", "honest", "--games", "24", "--seed", "1", "--chunk", "24",

@@ -5,7 +5,9 @@ A spec is one of:
 * a registered name (`registry.policy_names`), e.g. ``belief_ev``;
 * ``NAME:ARG`` for a registered factory that takes one argument, e.g.
   ``selfplay_search:runs/sp`` (the factory is called as ``make(env, ARG)``);
-* a run or export directory written by training (`coupjax.inference.load_policy`);
+* a run or export directory written by training (`coupjax.inference.load_policy`),
+  from the working directory or shipped in the package's configs folder
+  (``best_responses/selfplay_seed0``, a frozen opponent of the self-play configs);
 * ``module:function`` for a user's own policy: a factory ``function(env) -> policy``
   (one parameter) or the policy ``function(key, state) -> logits`` itself (two).
 """
@@ -15,12 +17,22 @@ import importlib
 import inspect
 from pathlib import Path
 
+from coupjax.paths import CONFIG_DIR
 from coupjax.policies.common import Policy
 from coupjax.policies.registry import entry, make_policy, policy_names
 
 
 class PolicySpecError(ValueError):
     """A policy spec that names nothing known; the message says what was tried."""
+
+
+def locate(spec: str) -> Path | None:
+    """The run or export directory ``spec`` names: a path from the working directory,
+    else one in the shipped configs folder; None if neither exists."""
+    for path in (Path(spec), CONFIG_DIR / spec):
+        if path.exists():
+            return path
+    return None
 
 
 def describe_spec(spec: str) -> str:
@@ -30,12 +42,13 @@ def describe_spec(spec: str) -> str:
     head, sep, _ = spec.partition(":")
     if sep and head in policy_names():
         return "registered:arg"
-    if Path(spec).exists():
+    if locate(spec) is not None:
         return "path"
     if sep:
         return "module"
     raise PolicySpecError(f"policy {spec!r} is neither a registered policy ({', '.join(policy_names())}), "
-                          f"an existing run or export directory, nor module:function")
+                          f"an existing run or export directory (from the working directory or the shipped configs "
+                          f"folder), nor module:function")
 
 
 def resolve_policy(spec, env, **kwargs) -> Policy:
@@ -53,7 +66,7 @@ def resolve_policy(spec, env, **kwargs) -> Policy:
     if kind == "path":
         from coupjax.inference import load_policy
 
-        policy = load_policy(spec, num_players=env.num_players, **kwargs)
+        policy = load_policy(locate(spec), num_players=env.num_players, **kwargs)
         return policy
     module, _, attr = spec.partition(":")
     try:
