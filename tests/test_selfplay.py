@@ -15,6 +15,7 @@ import pytest
 
 from coupjax import Env
 from coupjax.inference import load_policy, mlp_apply
+from coupjax.policies.spec import describe_spec
 from coupjax.testing import check_policy
 from training import checkpoint as C
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
@@ -232,7 +233,7 @@ def test_config_errors_are_one_line(tmp_path, capsys):
         config_from_dict({"algo": "selfplay", "export_seed": 2, "num_seeds": 2})
     with pytest.raises(ConfigError, match="'opponents'.*did you mean 'belief_ev'"):
         config_from_dict({"algo": "selfplay", "opponents": {"belief_evv": 1}})
-    for name in ("selfplay_cpu", "selfplay_gpu"):
+    for name in ("selfplay_cpu", "selfplay_gpu", "selfplay_psro_cpu"):
         assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo: selfplay\nrollout_step: 8\n")
@@ -243,6 +244,19 @@ def test_config_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1 and "did you mean 'rollout_steps'" in err, err
     assert not (tmp_path / "r").exists()
+
+
+def test_psro_config_is_selfplay_cpu_with_a_best_response_in_the_pool():
+    """configs/selfplay_psro_cpu.yaml differs from selfplay_cpu.yaml only by the shipped best
+    response in its pool, which resolves from the shipped configs folder."""
+    from training.config import config_to_dict, resolve_pool
+
+    base = config_to_dict(load_config(ROOT / "configs" / "selfplay_cpu.yaml"))
+    psro = config_to_dict(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml"))
+    assert {k for k in base if base[k] != psro[k]} == {"opponents"}
+    pool = resolve_pool(psro["opponents"])
+    assert pool == {**resolve_pool(base["opponents"]), "best_responses/selfplay_seed0": 1.0}
+    assert describe_spec("best_responses/selfplay_seed0") == "path"
 
 
 @pytest.mark.slow
