@@ -255,7 +255,7 @@ def test_psro_config_is_selfplay_cpu_with_a_best_response_in_the_pool():
     psro = config_to_dict(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml"))
     assert {k for k in base if base[k] != psro[k]} == {"opponents"}
     pool = resolve_pool(psro["opponents"])
-    assert pool == {**resolve_pool(base["opponents"]), "best_responses/selfplay_seed0": 1.0}
+    assert pool == {**resolve_pool(base["opponents"]), "best_responses/selfplay_seed0": 2.0}
     assert describe_spec("best_responses/selfplay_seed0") == "path"
 
 
