@@ -122,6 +122,7 @@ def test_shipped_exports_resolve_from_any_directory(env, tmp_path, monkeypatch):
     (tmp_path / spec).mkdir(parents=True)
     assert locate(spec).resolve() == (tmp_path / spec).resolve()
     assert locate("best_responses/no_such_export") is None
+    assert locate("selfplay_cpu.yaml") is None  # shipped files that are not exports stay unknown
 
 
 def test_seat_table_cli_writes_the_documented_keys(tmp_path, capsys):

@@ -28,11 +28,11 @@ class PolicySpecError(ValueError):
 
 def locate(spec: str) -> Path | None:
     """The run or export directory ``spec`` names: a path from the working directory,
-    else one in the shipped configs folder; None if neither exists."""
-    for path in (Path(spec), CONFIG_DIR / spec):
-        if path.exists():
-            return path
-    return None
+    else a folder in the shipped configs folder; None if neither exists."""
+    if Path(spec).exists():
+        return Path(spec)
+    shipped = CONFIG_DIR / spec
+    return shipped if shipped.is_dir() else None
 
 
 def describe_spec(spec: str) -> str:
