@@ -14,8 +14,10 @@ TUNING_SEEDS: dict[int, str] = {
     0: "evals.seat_table tables on which the search defaults and the dqn_cpu and selfplay_* configs were chosen; "
        "training seed of the runs the selfplay_* configs were chosen on",
     1000: "evals.advisor_quality --fit: the advisor's claim likelihoods, calibration and value constants",
-    1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES)",
-    1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings were compared",
+    1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES); "
+          "evals.exploit --tune: the shipped best response configs/best_responses/selfplay_seed0",
+    1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings and "
+          "selfplay_psro_cpu's best-response weight were compared",
 }
 
 # The default seed of the reporting commands (never a tuning seed).
