@@ -191,7 +191,7 @@ def test_missing_or_corrupt_checkpoint_is_named(setup, tmp_path):
 
 
 def test_export_load_act(setup, two_chunks, tmp_path):
-    from training.train import export_dqn
+    from training.dqn import export_dqn
 
     _, _, rs2, _ = two_chunks
     export_dqn(setup, rs2.params, tmp_path / "run" / "export")

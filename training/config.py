@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from coupjax.paths import config_path
+from coupjax.paths import CONFIG_DIR, config_path
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
@@ -133,6 +133,11 @@ class SelfPlayConfig:
     table_concentration: float = 0.0  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
     exploiter_tables: float = 0.0  # share of tables with a learned exploiter in one seat, the network in the rest
     pool_margin: float = 0.0  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
+    # --- PSRO in the run (training.psro): a frozen DQN best response to the network joins the pool
+    psro_every: int = 0  # k > 0: after every k-th chunk but the last; 0: never
+    psro_weight: float = 2.0  # each best response's pool weight (beside the opponents' weights)
+    psro_budget: int = 0  # the DQN's training chunks; 0: psro_config's num_chunks
+    psro_config: str = "dqn_cpu.yaml"  # the DQN config: a YAML file or a shipped config's name
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
     gamma: float = 0.995  # per own decision
     gae_lambda: float = 0.9
@@ -175,10 +180,10 @@ _POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps",
                  "checkpoint_every", "max_checkpoints", "num_games", "epochs", "gradient_steps",
                  "max_inner_steps", "epsilon_decay_steps", "num_seeds", "rollout_steps", "num_snapshots",
                  "snapshot_every", "num_epochs", "num_minibatches"}
-_NONNEG_INT = {"warmup_steps", "eval_games", "seed", "export_seed"}
+_NONNEG_INT = {"warmup_steps", "eval_games", "seed", "export_seed", "psro_every", "psro_budget"}
 _UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction", "self_weight", "snapshot_weight", "gae_lambda",
          "clip_eps", "magnet_ema", "exploiter_tables"}
-_POSITIVE_FLOAT = {"learning_rate", "temperature"}
+_POSITIVE_FLOAT = {"learning_rate", "temperature", "psro_weight"}
 _NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay", "pool_margin", "table_concentration",
                  "value_coef", "entropy_coef", "magnet_coef", "belief_coef"}
 _POOLS = {"opponents", "teachers"}
@@ -291,6 +296,16 @@ def _check_cross(cfg) -> None:
                   f"({cfg.num_envs * cfg.rollout_steps})")
         if cfg.export_seed >= cfg.num_seeds:
             _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
+        if cfg.psro_every > 0:
+            if cfg.num_seeds != 1:  # the league's pool is shared by the seeds; a best response is one seed's
+                _fail(f"config key 'psro_every' needs num_seeds 1 (one best response per network), "
+                      f"got num_seeds {cfg.num_seeds}")
+            try:
+                dqn = load_config(config_file(cfg.psro_config))
+            except ConfigError as err:
+                _fail(f"config key 'psro_config': {err}")
+            if dqn.algo != "dqn":
+                _fail(f"config key 'psro_config' must name a DQN config, got algo {dqn.algo!r}")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
@@ -348,6 +363,17 @@ def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
     return config_from_dict(raw, overrides)
+
+
+def config_file(name) -> Path:
+    """The config file ``name`` names (``psro_config``, ``evals.exploit --config``): a file,
+    else the shipped config of that name."""
+    p = Path(name)
+    if p.is_file():
+        return p
+    if str(name) == p.name and (CONFIG_DIR / p.name).is_file():
+        return CONFIG_DIR / p.name
+    raise ConfigError(f"no config file {str(name)!r} (neither a file nor a shipped config)")
 
 
 def config_to_dict(cfg) -> dict:

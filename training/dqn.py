@@ -42,7 +42,7 @@ from jax.sharding import PartitionSpec as P
 
 from coupjax.env import Env
 from training.buffer import BufferState, ReplayBuffer, make_replay_buffer
-from training.config import DQNConfig, resolve_pool
+from training.config import DQNConfig, config_to_dict, resolve_pool
 from training.learner import Learner, LearnerState, Transition
 from training.networks import MLP, init_params, make_network
 
@@ -304,3 +304,14 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
     shard_prefix = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
     return DQNSetup(config=cfg, env=env, learner=learner, network=network, buffer=buf, optimizer=tx, mesh=mesh,
                     state_sharding=shard_prefix, init=init, train_chunk=train_chunk, train=train)
+
+
+def export_dqn(setup: DQNSetup, params, export_dir):
+    """``export_dir``: the Q-network ``params`` of a DQN run (`coupjax.inference`, kind ``dqn``)."""
+    from training import checkpoint as C
+
+    cfg, env = setup.config, setup.env
+    return C.write_export(export_dir, params, kind="dqn", num_players=env.num_players,
+                          hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0],
+                          num_actions=env.num_actions, temperature=cfg.export_temperature,
+                          config=config_to_dict(cfg), extra={"opponents": setup.learner.names})

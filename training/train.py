@@ -12,7 +12,8 @@ progress bar over chunks); every chunk logs its metrics to W&B and saves an Orba
 checkpoint every ``checkpoint_every`` chunks; ``--resume`` restores the latest one and
 continues with the identical next chunk.  At the end ``DIR/export/`` is written
 (`coupjax.inference.load_policy`), then an optional evaluation, and ``DIR/summary.json``
-(wall time, compile time, env steps per second, final metrics).
+(wall time, compile time, env steps per second, final metrics).  A self-play run with
+``psro_every`` fits a best response to its network between chunks (`training.psro`).
 
 BC: collects games of the scripted teachers, fits, exports (``training.bc``).
 """
@@ -28,6 +29,7 @@ import numpy as np
 
 from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
+from training import psro as PSRO
 from training.config import BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config
 from training.runs import RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics, progress_bar
 
@@ -43,7 +45,7 @@ PROGRESS_KEYS = {"dqn": ("win_rate", "loss", "q_mean", "epsilon", "entropy"),
 def _algorithm(cfg):
     """(make_train, export(setup, rs, run_dir)) of ``cfg.algo``."""
     if cfg.algo == "dqn":
-        from training.dqn import make_train
+        from training.dqn import export_dqn, make_train
 
         return make_train, lambda setup, rs, run_dir: export_dqn(setup, rs.params, Path(run_dir) / "export")
     if cfg.algo == "selfplay":
@@ -105,6 +107,13 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
     manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
     wb = init_wandb(cfg, run_dir, use_wandb, resume)
+    psro_s, psro_rows = 0.0, []
+    if PSRO.iteration_chunks(cfg):  # a resumed run: its league as it was after chunk `done`
+        if done in PSRO.iteration_chunks(cfg) and not PSRO.fitted(run_dir, done):
+            PSRO.fit_iteration(setup, rs, run_dir, done)  # it was interrupted while fitting this one
+        psro_rows = PSRO.read_iterations(run_dir, cfg, done)
+        league_cfg = PSRO.league_config(cfg, run_dir, done)
+        setup = setup if league_cfg == setup.config else make_train(league_cfg)
 
     t0 = time.time()
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
@@ -131,6 +140,20 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             history.append(last)  # action_hist too: the exploration ablation reads it per chunk
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
                 C.save_checkpoint(manager, c + 1, rs, cfg_dict)
+            if c + 1 in PSRO.iteration_chunks(cfg):  # a best response to this network joins the league
+                prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
+                t2 = time.time()
+                row = PSRO.fit_iteration(setup, rs, run_dir, c + 1)
+                setup = make_train(PSRO.league_config(cfg, run_dir, c + 1))
+                chunk = compiled_chunk(setup, rs) if c + 1 < stop else None  # compiled when it will run here
+                psro_s += time.time() - t2
+                psro_rows.append(row)
+                log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
+                                 "psro/iterations": len(psro_rows)}, int(m["step"]))
+                if quiet:
+                    print(json.dumps({"psro_after_chunk": c + 1, "best_response_train_win_rate":
+                                      round(row["train_win_rate"], 4), "seconds": round(time.time() - t2, 1)}),
+                          flush=True)
             if quiet:
                 print(json.dumps({k: round(last[k], 4) for k in ("chunk", *keys, "env_steps_per_s", "chunk_seconds")}),
                       flush=True)
@@ -140,6 +163,8 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
+    if PSRO.iteration_chunks(cfg):
+        summary.update(psro=psro_rows, psro_seconds=psro_s)
     if stop == cfg.num_chunks:
         export(setup, rs, run_dir)
         if cfg.eval_games > 0:
@@ -159,16 +184,6 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
 
 
 run_dqn = run_training  # the driver's earlier name
-
-
-def export_dqn(setup, params, export_dir):
-    from training import checkpoint as C
-
-    cfg, env = setup.config, setup.env
-    return C.write_export(export_dir, params, kind="dqn", num_players=env.num_players,
-                          hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0],
-                          num_actions=env.num_actions, temperature=cfg.export_temperature,
-                          config=config_to_dict(cfg), extra={"opponents": setup.learner.names})
 
 
 # ------------------------------------------------------------------ CLI

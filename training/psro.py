@@ -1,0 +1,148 @@
+"""Best responses, and PSRO inside a self-play run.
+
+A best response here is training's DQN (`training.dqn`; ``configs/dqn_cpu.yaml``'s
+budget by default) learning in one seat of tables whose other seats all play one frozen
+policy spec (its single-policy ``opponents`` pool).  `evals.exploit` reports how much it
+wins: the exploitability proxy.
+
+A self-play run with ``psro_every`` k > 0 fits one to its own network after every k-th
+chunk (not after the last) and puts it, frozen, into its league's fixed pool with weight
+``psro_weight`` for the rest of the run, beside the earlier ones: Policy-Space Response
+Oracles ("A Unified Game-Theoretic Approach to Multiagent Reinforcement Learning") with
+the league's fixed weights as the meta-strategy, inside one run, so that every training
+seed is hardened against the exploits of its own network.  The chunk driver
+(`training.train.run_training`) calls `fit_iteration` and rebuilds the league with
+`league_config`; the runner state carries over unchanged (a pool member has no state).
+
+Files of the iteration after chunk C, in the run directory: ``psro/chunk_C/export`` (the
+network's export then, greedy as ``RUN/export``; the directory loads as a run),
+``psro/chunk_C/best_response`` (the DQN's export) and ``psro/chunk_C/iteration.json``
+(figures).  The DQN's key is ``1000 * seed + C``: a training key, never reported on.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from training.config import (ConfigError, DQNConfig, config_from_dict, config_to_dict, config_file, load_config,
+                             resolve_pool)
+
+ITERATION_FILE = "iteration.json"
+
+
+# ------------------------------------------------------------------ one best response
+def best_response_config(spec: str, seed: int, budget: int | None = None, config="dqn_cpu.yaml",
+                         overrides=()) -> DQNConfig:
+    """The DQN config of a best response to ``spec``: ``config`` with ``overrides``
+    (``key=value``), ``opponents = spec`` (every other seat plays it), ``seed``,
+    ``num_chunks = budget`` (if given), no end-of-run evaluation, and checkpoints that
+    never fire before the end."""
+    cfg = load_config(config_file(config), overrides)
+    if cfg.algo != "dqn":
+        raise ConfigError(f"the best response is trained by the DQN; the config has algo {cfg.algo!r}")
+    d = config_to_dict(cfg)
+    d.update(opponents=spec, seed=int(seed), eval_games=0)
+    if budget:
+        d["num_chunks"] = int(budget)
+    d["checkpoint_every"] = d["num_chunks"]
+    return config_from_dict(d)
+
+
+def train_best_response(cfg: DQNConfig, setup=None, log=None):
+    """Train the DQN of ``cfg`` (`best_response_config`): returns (setup, initial runner
+    state, final runner state, info) with ``train_seconds`` (chunks only),
+    ``compile_seconds`` and ``train_win_rate`` (the last chunk's).  ``setup``: a prebuilt
+    `training.dqn.make_train(cfg)` (tests reuse compiles)."""
+    import jax
+
+    from training.dqn import make_train
+
+    if setup is not None and setup.config != cfg:
+        raise ValueError("the prebuilt setup was made for another config")
+    setup = make_train(cfg) if setup is None else setup
+    rs0 = setup.init(jax.random.PRNGKey(cfg.seed))
+    t0 = time.time()
+    chunk = setup.train_chunk.lower(rs0).compile()
+    compile_s = time.time() - t0
+    rs, train_s, m = rs0, 0.0, {}
+    for c in range(cfg.num_chunks):
+        t1 = time.time()
+        rs, m = chunk(rs)
+        m = jax.device_get(m)
+        train_s += time.time() - t1
+        if log:
+            log(f"chunk {c + 1}/{cfg.num_chunks}: training win rate {float(m['win_rate']):.3f}, "
+                f"{train_s:.0f} s")
+    info = {"train_seconds": train_s, "compile_seconds": compile_s,
+            "train_win_rate": float(m["win_rate"]) if m else None}
+    return setup, rs0, rs, info
+
+
+# ------------------------------------------------------------------ PSRO in a self-play run
+def iteration_chunks(cfg) -> list[int]:
+    """The chunks after which a run of ``cfg`` fits a best response (none without PSRO)."""
+    k = getattr(cfg, "psro_every", 0)
+    return list(range(k, cfg.num_chunks, k)) if k > 0 else []
+
+
+def iteration_dir(run_dir, chunk: int) -> Path:
+    return Path(run_dir) / "psro" / f"chunk_{chunk}"
+
+
+def best_response_path(run_dir, chunk: int) -> Path:
+    return iteration_dir(run_dir, chunk) / "best_response"
+
+
+def league_config(cfg, run_dir, chunks_done: int):
+    """``cfg`` with the best responses of the iterations up to ``chunks_done`` added to its
+    pool (absolute paths, weight ``psro_weight``); ``cfg`` itself without PSRO."""
+    fitted = [c for c in iteration_chunks(cfg) if c <= chunks_done]
+    if not fitted:
+        return cfg
+    pool = dict(resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"))
+    for c in fitted:
+        pool[str(best_response_path(run_dir, c).resolve())] = cfg.psro_weight
+    return config_from_dict({**config_to_dict(cfg), "opponents": pool})
+
+
+def fitted(run_dir, chunk: int) -> bool:
+    """The iteration after ``chunk`` is complete (its figures are written last)."""
+    return (iteration_dir(run_dir, chunk) / ITERATION_FILE).is_file()
+
+
+def read_iterations(run_dir, cfg, chunks_done: int) -> list[dict]:
+    """The figures of the iterations up to ``chunks_done`` (a resumed run's earlier ones);
+    an error names an iteration whose best response is missing."""
+    out = []
+    for c in iteration_chunks(cfg):
+        if c > chunks_done:
+            break
+        f = iteration_dir(run_dir, c) / ITERATION_FILE
+        if not fitted(run_dir, c):
+            raise FileNotFoundError(f"the run in {str(run_dir)!r} has no best response for chunk {c} ({f} is "
+                                    f"missing): it cannot be resumed; start a new run")
+        out.append(json.loads(f.read_text()))
+    return out
+
+
+def fit_iteration(setup, rs, run_dir, chunk: int, log=None) -> dict:
+    """One PSRO iteration after ``chunk``: export the network of ``rs`` (seed 0) to
+    ``psro/chunk_C``, train a DQN best response against three frozen copies of it and
+    export that to ``psro/chunk_C/best_response``; returns (and writes) its figures."""
+    from training.dqn import export_dqn
+    from training.selfplay import export
+
+    cfg = setup.config
+    t0 = time.time()
+    d = iteration_dir(run_dir, chunk)
+    export(setup, rs, d)
+    br_cfg = best_response_config(str(d.resolve()), 1000 * cfg.seed + chunk, cfg.psro_budget or None,
+                                  cfg.psro_config)
+    br_setup, _, br_rs, info = train_best_response(br_cfg, log=log)
+    export_dqn(br_setup, br_rs.params, best_response_path(run_dir, chunk))
+    row = {"after_chunk": chunk, "agent": str(d / "export"), "best_response": str(best_response_path(run_dir, chunk)),
+           "best_response_seed": br_cfg.seed, "transitions": br_cfg.num_chunks * br_cfg.updates_per_chunk
+           * br_cfg.num_envs, **info, "seconds": time.time() - t0}
+    (d / ITERATION_FILE).write_text(json.dumps(row, indent=2))
+    return row
