@@ -65,7 +65,7 @@ def test_a_best_response_to_the_network_after_chunk_1_joins_the_league(runs):
     br = str(PSRO.best_response_path(run, 1).resolve())
     assert final_info["config"]["opponents"] == {"random": 1.0, "honest": 1.0, br: 3.0}
     assert br in final_info["league"] and not _same(final, agent)
-    assert summary["final"][f"league/games_vs_{br}"] > 0
+    assert summary["final"]["league/games_vs_psro/chunk_1/best_response"] > 0  # its label in the metrics
     assert json.loads((run / "config.json").read_text()) == config_to_dict(cfg)  # the run's own config, unchanged
 
 

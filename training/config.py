@@ -138,6 +138,7 @@ class SelfPlayConfig:
     psro_weight: float = 2.0  # each best response's pool weight (beside the opponents' weights)
     psro_budget: int = 0  # the DQN's training chunks; 0: psro_config's num_chunks
     psro_config: str = "dqn_cpu.yaml"  # the DQN config: a YAML file or a shipped config's name
+    psro_reset: bool = False  # true: after each iteration the run starts again from its initial state
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
     gamma: float = 0.995  # per own decision
     gae_lambda: float = 0.9
@@ -306,6 +307,9 @@ def _check_cross(cfg) -> None:
                 _fail(f"config key 'psro_config': {err}")
             if dqn.algo != "dqn":
                 _fail(f"config key 'psro_config' must name a DQN config, got algo {dqn.algo!r}")
+            if cfg.psro_reset and cfg.num_chunks % cfg.psro_every:
+                _fail(f"config key 'psro_reset' needs num_chunks ({cfg.num_chunks}) to be a multiple of "
+                      f"psro_every ({cfg.psro_every}): every pass is psro_every chunks")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)

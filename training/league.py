@@ -39,6 +39,7 @@ of game slot g comes from ``fold_in(key, slot[g])``, with ``slot`` its global in
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -95,6 +96,13 @@ def opponent_hands(state: State, seat):
     rel = hands[(seat + jnp.arange(1, n)) % n]  # [n-1, 2]
     has = (rel[:, :, None] == jnp.arange(R.NUM_ROLES)).any(axis=1)
     return has.astype(jnp.float32), (rel >= 0).any(axis=1)
+
+
+def member_label(name: str) -> str:
+    """A league member's name in metrics: an absolute path's last three parts (a run's
+    ``psro/chunk_C/best_response``), any other name as it is."""
+    p = Path(name)
+    return "/".join(p.parts[-3:]) if p.is_absolute() else name
 
 
 class League:

@@ -10,9 +10,12 @@ chunk (not after the last) and puts it, frozen, into its league's fixed pool wit
 ``psro_weight`` for the rest of the run, beside the earlier ones: Policy-Space Response
 Oracles ("A Unified Game-Theoretic Approach to Multiagent Reinforcement Learning") with
 the league's fixed weights as the meta-strategy, inside one run, so that every training
-seed is hardened against the exploits of its own network.  The chunk driver
-(`training.train.run_training`) calls `fit_iteration` and rebuilds the league with
-`league_config`; the runner state carries over unchanged (a pool member has no state).
+seed is hardened against the exploits of its own network.  With ``psro_reset`` the run
+then starts again from its initial state (same key) in the larger league, with a
+learning-rate schedule that spans one pass of k chunks: PSRO's new response to the
+meta-strategy, trained from scratch, so each pass meets the best responses from its
+first update on.  Otherwise training carries on (a pool member has no state).  The
+chunk driver (`training.train.run_training`) calls `iterate` between chunks.
 
 Files of the iteration after chunk C, in the run directory: ``psro/chunk_C/export`` (the
 network's export then, greedy as ``RUN/export``; the directory loads as a run),
@@ -86,6 +89,13 @@ def iteration_chunks(cfg) -> list[int]:
     return list(range(k, cfg.num_chunks, k)) if k > 0 else []
 
 
+def update_offset(cfg, chunks_done: int) -> int:
+    """Updates made before the current pass (``psro_reset``: before its last reset), which
+    the logs add to the runner state's update count so that their steps keep growing."""
+    resets = [c for c in iteration_chunks(cfg) if c <= chunks_done] if getattr(cfg, "psro_reset", False) else []
+    return resets[-1] * cfg.updates_per_chunk if resets else 0
+
+
 def iteration_dir(run_dir, chunk: int) -> Path:
     return Path(run_dir) / "psro" / f"chunk_{chunk}"
 
@@ -124,6 +134,22 @@ def read_iterations(run_dir, cfg, chunks_done: int) -> list[dict]:
                                     f"missing): it cannot be resumed; start a new run")
         out.append(json.loads(f.read_text()))
     return out
+
+
+def iterate(cfg, setup, rs, run_dir, chunk: int, make_train):
+    """The iteration after ``chunk`` of a run of ``cfg`` whose runner state is ``rs`` (of
+    ``setup``): fitted (or, when a resumed run finished it before, read back), then
+    ``(setup of the league with its best response, runner state to go on from, figures)``."""
+    if fitted(run_dir, chunk):
+        row = json.loads((iteration_dir(run_dir, chunk) / ITERATION_FILE).read_text())
+    else:
+        row = fit_iteration(setup, rs, run_dir, chunk)
+    setup = make_train(league_config(cfg, run_dir, chunk))
+    if cfg.psro_reset:
+        import jax
+
+        rs = setup.init(jax.random.PRNGKey(cfg.seed))
+    return setup, rs, row
 
 
 def fit_iteration(setup, rs, run_dir, chunk: int, log=None) -> dict:

@@ -9,7 +9,8 @@
   ``updates_per_chunk`` updates (the driver, `training.train`, calls it per chunk and
   checkpoints, logs and shows progress in between);
 * ``train(key) -> (runner_state, metrics)``: the whole run as one pure jitted function
-  (``init``, then a `lax.scan` of the chunk over ``num_chunks``).
+  (``init``, then a `lax.scan` of the chunk over ``num_chunks``; without PSRO, which is
+  the driver's step between chunks, `training.psro`).
 
 One update: every game of the batch takes ``rollout_steps`` engine steps
 (`training.league`: the seat to move acts with its league member's policy); the
@@ -73,7 +74,7 @@ from coupjax.env import Env
 from coupjax.inference import mlp_apply, observation_scale
 from coupjax.view import parse
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
-from training.league import League, Tables
+from training.league import League, Tables, member_label
 from training.networks import MLP, init_params
 
 AXIS = "data"
@@ -244,7 +245,7 @@ class SelfPlaySetup:
     def flatten_metrics(self, m: dict) -> dict:
         """Chunk metrics (leaves [S] per seed) -> scalars for logs: the mean over seeds,
         sums for counts, ``seed_K/...`` per seed when there are several, and
-        ``league/win_rate_vs_NAME`` per league member."""
+        ``league/win_rate_vs_NAME`` per league member (`training.league.member_label`)."""
         m = jax.device_get(m)
         out = {}
         for k, v in m.items():
@@ -255,7 +256,7 @@ class SelfPlaySetup:
             if v.shape[0] > 1:
                 out.update({f"seed_{i}/{k}": float(x) for i, x in enumerate(v)})
         games, wins = np.asarray(m["games_vs"]).sum(0), np.asarray(m["wins_vs"]).sum(0)
-        for name, g, w in zip(self.league.names, games, wins):
+        for name, g, w in zip(map(member_label, self.league.names), games, wins):
             out[f"league/win_rate_vs_{name}"] = float(w / max(g, 1))
             out[f"league/games_vs_{name}"] = float(g)
         return out
@@ -293,7 +294,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         belief_net = MLP((n - 1) * R.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
-    total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
+    pass_chunks = cfg.psro_every if cfg.psro_reset else cfg.num_chunks  # training.psro: each pass anneals anew
+    total_steps = pass_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
     lr = optax.linear_schedule(cfg.learning_rate, 0.0, total_steps) if cfg.anneal_lr else cfg.learning_rate
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
     x_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.learning_rate, eps=1e-5))

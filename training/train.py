@@ -108,12 +108,12 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
     wb = init_wandb(cfg, run_dir, use_wandb, resume)
     psro_s, psro_rows = 0.0, []
-    if PSRO.iteration_chunks(cfg):  # a resumed run: its league as it was after chunk `done`
-        if done in PSRO.iteration_chunks(cfg) and not PSRO.fitted(run_dir, done):
-            PSRO.fit_iteration(setup, rs, run_dir, done)  # it was interrupted while fitting this one
-        psro_rows = PSRO.read_iterations(run_dir, cfg, done)
-        league_cfg = PSRO.league_config(cfg, run_dir, done)
-        setup = setup if league_cfg == setup.config else make_train(league_cfg)
+    if PSRO.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
+        psro_rows = PSRO.read_iterations(run_dir, cfg, done - 1)
+        setup = make_train(PSRO.league_config(cfg, run_dir, done - 1)) if psro_rows else setup
+        if done in PSRO.iteration_chunks(cfg):  # its checkpoint comes before the iteration
+            setup, rs, row = PSRO.iterate(cfg, setup, rs, run_dir, done, make_train)
+            psro_rows.append(row)
 
     t0 = time.time()
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
@@ -135,30 +135,30 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             transitions += int(m["transitions"])
             m = dict(m, chunk=c + 1, chunk_seconds=dt, env_steps_per_s=m["env_steps"] / dt,
                      transitions_per_s=m["transitions"] / dt)
-            log_metrics(wb, m, int(m["step"]))
+            step = int(m["step"]) + PSRO.update_offset(cfg, c)  # growing across PSRO's passes
+            log_metrics(wb, m, step)
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
             history.append(last)  # action_hist too: the exploration ablation reads it per chunk
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
                 C.save_checkpoint(manager, c + 1, rs, cfg_dict)
-            if c + 1 in PSRO.iteration_chunks(cfg):  # a best response to this network joins the league
-                prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
-                t2 = time.time()
-                row = PSRO.fit_iteration(setup, rs, run_dir, c + 1)
-                setup = make_train(PSRO.league_config(cfg, run_dir, c + 1))
-                chunk = compiled_chunk(setup, rs) if c + 1 < stop else None  # compiled when it will run here
-                psro_s += time.time() - t2
-                psro_rows.append(row)
-                log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
-                                 "psro/iterations": len(psro_rows)}, int(m["step"]))
-                if quiet:
-                    print(json.dumps({"psro_after_chunk": c + 1, "best_response_train_win_rate":
-                                      round(row["train_win_rate"], 4), "seconds": round(time.time() - t2, 1)}),
-                          flush=True)
             if quiet:
                 print(json.dumps({k: round(last[k], 4) for k in ("chunk", *keys, "env_steps_per_s", "chunk_seconds")}),
                       flush=True)
             prog.update(task, advance=1, info=" ".join(f"{k} {last[k]:.3f}" for k in keys[:3])
                         + f" {last['env_steps_per_s']:.0f} env steps/s")
+            if c + 1 in PSRO.iteration_chunks(cfg):  # a best response to this network joins the league
+                prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
+                t2 = time.time()
+                setup, rs, row = PSRO.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
+                chunk = compiled_chunk(setup, rs) if c + 1 < stop else None  # compiled when it will run here
+                psro_s += time.time() - t2
+                psro_rows.append(row)
+                log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
+                                 "psro/iterations": len(psro_rows)}, step)
+                if quiet:
+                    print(json.dumps({"psro_after_chunk": c + 1, "best_response_train_win_rate":
+                                      round(row["train_win_rate"], 4), "seconds": round(time.time() - t2, 1)}),
+                          flush=True)
     summary = {"algo": cfg.algo, "chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
@@ -173,7 +173,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             summary["eval_seconds"] = time.time() - t2
             if wb is not None:
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
-                       step=int(last["step"]))
+                       step=int(last["step"]) + PSRO.update_offset(cfg, cfg.num_chunks))
     summary["wall_seconds"] = time.time() - t_start
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if wb is not None:
