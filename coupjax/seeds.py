@@ -16,8 +16,8 @@ TUNING_SEEDS: dict[int, str] = {
     1000: "evals.advisor_quality --fit: the advisor's claim likelihoods, calibration and value constants",
     1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES); "
           "evals.exploit --tune: the shipped best response configs/best_responses/selfplay_seed0",
-    1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings and "
-          "selfplay_psro_cpu's best-response weight were compared",
+    1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings, "
+          "the frozen best response's weight and selfplay_psro_cpu's PSRO variants were compared",
 }
 
 # The default seed of the reporting commands (never a tuning seed).

@@ -106,7 +106,7 @@ def test_policy_specs_resolve(env, tmp_path, monkeypatch):
 
 
 def test_shipped_exports_resolve_from_any_directory(env, tmp_path, monkeypatch):
-    """``best_responses/selfplay_seed0`` (an opponent in selfplay_psro_cpu.yaml) is found in
+    """``best_responses/selfplay_seed0`` (a shipped frozen best response) is found in
     the shipped configs folder from any working directory; a folder of the same name in
     the working directory comes first."""
     from coupjax.paths import CONFIG_DIR

@@ -15,7 +15,6 @@ import pytest
 
 from coupjax import Env
 from coupjax.inference import load_policy, mlp_apply
-from coupjax.policies.spec import describe_spec
 from coupjax.testing import check_policy
 from training import checkpoint as C
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
@@ -246,17 +245,18 @@ def test_config_errors_are_one_line(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
-def test_psro_config_is_selfplay_cpu_with_a_best_response_in_the_pool():
-    """configs/selfplay_psro_cpu.yaml differs from selfplay_cpu.yaml only by the shipped best
-    response in its pool, which resolves from the shipped configs folder."""
-    from training.config import config_to_dict, resolve_pool
+def test_psro_config_is_selfplay_cpu_run_twice_with_its_best_response():
+    """configs/selfplay_psro_cpu.yaml is selfplay_cpu.yaml with one PSRO iteration after its
+    10 chunks and a second pass of 10 from the initial state (training.psro)."""
+    from training.config import config_to_dict
+    from training.psro import iteration_chunks
 
     base = config_to_dict(load_config(ROOT / "configs" / "selfplay_cpu.yaml"))
     psro = config_to_dict(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml"))
-    assert {k for k in base if base[k] != psro[k]} == {"opponents"}
-    pool = resolve_pool(psro["opponents"])
-    assert pool == {**resolve_pool(base["opponents"]), "best_responses/selfplay_seed0": 2.0}
-    assert describe_spec("best_responses/selfplay_seed0") == "path"
+    assert {k: psro[k] for k in base if base[k] != psro[k]} == {"num_chunks": 20, "psro_every": 10,
+                                                                 "psro_reset": True}
+    assert base["psro_every"] == 0 and psro["psro_weight"] == 2.0 and psro["psro_config"] == "dqn_cpu.yaml"
+    assert iteration_chunks(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml")) == [10]
 
 
 @pytest.mark.slow

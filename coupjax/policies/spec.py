@@ -7,7 +7,7 @@ A spec is one of:
   ``selfplay_search:runs/sp`` (the factory is called as ``make(env, ARG)``);
 * a run or export directory written by training (`coupjax.inference.load_policy`),
   from the working directory or shipped in the package's configs folder
-  (``best_responses/selfplay_seed0``, a frozen opponent in ``selfplay_psro_cpu.yaml``);
+  (``best_responses/selfplay_seed0``, a frozen DQN best response any pool can name);
 * ``module:function`` for a user's own policy: a factory ``function(env) -> policy``
   (one parameter) or the policy ``function(key, state) -> logits`` itself (two).
 """
