@@ -121,6 +121,11 @@ def fitted(run_dir, chunk: int) -> bool:
     return (iteration_dir(run_dir, chunk) / ITERATION_FILE).is_file()
 
 
+def read_iteration(run_dir, chunk: int) -> dict:
+    """The figures of the finished iteration after ``chunk``."""
+    return json.loads((iteration_dir(run_dir, chunk) / ITERATION_FILE).read_text())
+
+
 def read_iterations(run_dir, cfg, chunks_done: int) -> list[dict]:
     """The figures of the iterations up to ``chunks_done`` (a resumed run's earlier ones);
     an error names an iteration whose best response is missing."""
@@ -128,11 +133,11 @@ def read_iterations(run_dir, cfg, chunks_done: int) -> list[dict]:
     for c in iteration_chunks(cfg):
         if c > chunks_done:
             break
-        f = iteration_dir(run_dir, c) / ITERATION_FILE
         if not fitted(run_dir, c):
-            raise FileNotFoundError(f"the run in {str(run_dir)!r} has no best response for chunk {c} ({f} is "
-                                    f"missing): it cannot be resumed; start a new run")
-        out.append(json.loads(f.read_text()))
+            raise FileNotFoundError(f"the run in {str(run_dir)!r} has no best response for chunk {c} "
+                                    f"({iteration_dir(run_dir, c) / ITERATION_FILE} is missing): it cannot be "
+                                    f"resumed; start a new run")
+        out.append(read_iteration(run_dir, c))
     return out
 
 
@@ -140,10 +145,7 @@ def iterate(cfg, setup, rs, run_dir, chunk: int, make_train):
     """The iteration after ``chunk`` of a run of ``cfg`` whose runner state is ``rs`` (of
     ``setup``): fitted (or, when a resumed run finished it before, read back), then
     ``(setup of the league with its best response, runner state to go on from, figures)``."""
-    if fitted(run_dir, chunk):
-        row = json.loads((iteration_dir(run_dir, chunk) / ITERATION_FILE).read_text())
-    else:
-        row = fit_iteration(setup, rs, run_dir, chunk)
+    row = read_iteration(run_dir, chunk) if fitted(run_dir, chunk) else fit_iteration(setup, rs, run_dir, chunk)
     setup = make_train(league_config(cfg, run_dir, chunk))
     if cfg.psro_reset:
         import jax
