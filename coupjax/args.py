@@ -9,11 +9,24 @@ from __future__ import annotations
 import argparse
 import sys
 
+from coupjax import compile_cache
 from coupjax.seeds import SeedError, check_report_seed
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump) and exit status 2."""
+    """argparse with one-line errors (no usage dump) and exit status 2.
+
+    Every command parses its arguments here first, so this is also where the persistent
+    compilation cache is turned on for all of them (`coupjax.compile_cache`): a new
+    command gets it without a line of its own.
+    """
+
+    def parse_known_args(self, args=None, namespace=None):  # noqa: D102 - argparse API
+        try:
+            compile_cache.enable()
+        except (ValueError, OSError) as err:
+            self.error(f"compilation cache: {err}")
+        return super().parse_known_args(args, namespace)
 
     def error(self, message):  # noqa: D102 - argparse API
         self.exit(2, f"{self.prog}: error: {message}\n")

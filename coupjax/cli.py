@@ -18,6 +18,9 @@ programs speaking the bot protocol (docs/bot-protocol.md) and our policies
 beliefs and the advice at that seat's decisions; a bad line is reported with its line
 number after the valid steps before it, with exit status 1.
 
+``python -m coupjax cache info|clear``: where the persistent compilation cache is and how
+big (`coupjax.compile_cache`; every command uses it), or empty it.
+
 ``python -m coupjax serve [--host H] [--port P] [--games-dir DIR]``: the player's page
 (`coupjax.web`): a game at a real table entered by taps with advice, replay of any
 saved game, practice against our policies.  On an address other than 127.0.0.1 it
@@ -222,6 +225,27 @@ def _serve(args) -> None:
     serve(args.host, args.port, games_dir, search=not args.no_search, warm=not args.no_warm_up)
 
 
+def _cache(args) -> None:
+    from coupjax import compile_cache
+
+    try:
+        compile_cache.max_bytes()
+    except ValueError as err:
+        fail(PROG, err)
+    if args.action == "clear":
+        removed = compile_cache.clear()
+        where = removed["path"] or f"nowhere (the cache is off: {compile_cache.ENV_DIR})"
+        print(f"removed {removed['entries']} compiled functions ({removed['bytes'] / 2**20:.1f} MiB) from {where}")
+        return
+    figures = compile_cache.info()
+    if not figures["enabled"]:
+        print(f"the compilation cache is off ({compile_cache.ENV_DIR}={os.environ.get(compile_cache.ENV_DIR)})")
+        return
+    print(f"{figures['path']}: {figures['entries']} compiled functions, {figures['bytes'] / 2**20:.1f} MiB "
+          f"of at most {figures['max_bytes'] / 2**20:.0f} MiB (set {compile_cache.ENV_DIR} to move it, 'off' to "
+          f"turn it off; {compile_cache.ENV_MAX_MB} for the bound)")
+
+
 def _add_options(p, top: bool) -> None:
     """The options, on the top-level parser (with defaults) and on each subcommand
     (without: a value given after the subcommand overrides one given before it, and an
@@ -274,14 +298,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                        ("simulate", "batched random self-play with its figures"),
                        ("arena", "matches between bot programs and our policies"),
                        ("replay", "every step of a saved game (a match or a seat record) with beliefs and advice"),
-                       ("serve", "the player's page: advice at a real table, replay and practice in a browser")):
+                       ("serve", "the player's page: advice at a real table, replay and practice in a browser"),
+                       ("cache", "the persistent compilation cache: where it is and how big (info), or empty it")):
         p = sub.add_parser(name, help=text)
         if name == "replay":
             p.add_argument("file", metavar="FILE.jsonl", help="a match saved by Match.save or a seat record")
+        if name == "cache":
+            p.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
         _add_options(p, top=False)
     args = parser.parse_args(argv)
     args.command = args.command or "train"
-    if args.command in ("replay", "serve"):
+    if args.command in ("replay", "serve", "cache"):
         return args
     if args.command == "simulate":
         args.games = 4096 if args.games is None else args.games
@@ -306,6 +333,8 @@ def main(argv=None) -> None:
         _replay(args)
     elif args.command == "serve":
         _serve(args)
+    elif args.command == "cache":
+        _cache(args)
     else:
         _train_and_evaluate(args)
 

@@ -1,0 +1,115 @@
+"""The persistent XLA compilation cache, on by default for every coupjax command.
+
+Almost every first use of coupjax waits for XLA: the page's first advice, a bot's first
+move, the arena's first table, the test suite.  JAX can keep compiled executables on
+disk (``jax_compilation_cache_dir``, CPU included), so the second start of anything
+loads them instead of compiling again.  Every command turns the cache on through
+`enable` (the shared argument parser, `coupjax.args.Parser`, calls it, so a new
+command gets it without a line of its own); library users who want it call `enable`
+before their first compilation.
+
+Where it lives:
+
+- ``COUPJAX_CACHE_DIR``: the folder; ``off`` (or ``0``, ``none``, ``false``) turns the
+  cache off.  Default: ``$XDG_CACHE_HOME/coupjax/jax`` (``~/.cache/coupjax/jax``).
+- ``COUPJAX_CACHE_MAX_MB``: its size bound in MiB (default 2048).  JAX evicts the
+  least recently used entries past it, under a file lock, which is also what makes one
+  folder safe for several processes at once (the test suite's workers, a server and a
+  training run).
+- A cache folder the user already gave JAX (``JAX_COMPILATION_CACHE_DIR`` or
+  ``jax.config.update``) wins over all of this.
+
+``coupjax cache info`` prints where it is and how big; ``coupjax cache clear`` empties
+it.  Every compilation is cached, small ones too (a minimum compile time of 0 s): on a
+2-core CPU even a "small" policy step takes seconds to compile.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ENV_DIR = "COUPJAX_CACHE_DIR"
+ENV_MAX_MB = "COUPJAX_CACHE_MAX_MB"
+DEFAULT_MAX_MB = 2048
+_OFF = {"off", "0", "none", "false", "no"}
+# What JAX writes: one file per executable, plus a last-access stamp per file and a lock.
+_CACHE_FILE_SUFFIXES = ("-cache", "-atime")
+
+
+def cache_dir() -> Path | None:
+    """The folder the commands use, or None when the user turned the cache off."""
+    value = os.environ.get(ENV_DIR)
+    if value is not None:
+        return None if value.strip().lower() in _OFF or not value.strip() else Path(value).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "coupjax" / "jax"
+
+
+def max_bytes() -> int:
+    """The size bound in bytes (``COUPJAX_CACHE_MAX_MB``); a bad value is a one-line error."""
+    text = os.environ.get(ENV_MAX_MB, str(DEFAULT_MAX_MB))
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{ENV_MAX_MB} must be a size in MiB, got {text!r}") from None
+    if value <= 0:
+        raise ValueError(f"{ENV_MAX_MB} must be positive, got {text!r}")
+    return int(value * 2**20)
+
+
+def enable() -> Path | None:
+    """Turn the persistent cache on (idempotent); returns its folder, or None if off.
+
+    Before JAX is imported this only sets JAX's own environment variables, so a command
+    that never compiles pays nothing, and subprocesses (bots, test workers, a server
+    started by a test) inherit the same cache.  After the import it also updates
+    ``jax.config``; either way it must happen before the first compilation, since JAX
+    opens its cache once per process.  A cache folder the user already gave JAX is kept.
+    """
+    jax = sys.modules.get("jax")
+    given = os.environ.get("JAX_COMPILATION_CACHE_DIR") or (jax and jax.config.jax_compilation_cache_dir)
+    if given:
+        return Path(given)
+    path = cache_dir()
+    if path is None:
+        return None
+    path.mkdir(parents=True, exist_ok=True)
+    settings = {"jax_compilation_cache_max_size": max_bytes(),
+                "jax_persistent_cache_min_compile_time_secs": 0.0,
+                "jax_persistent_cache_min_entry_size_bytes": -1,
+                "jax_compilation_cache_dir": str(path)}
+    for name, value in settings.items():
+        os.environ[name.upper()] = str(value)
+        if jax is not None:
+            jax.config.update(name, value)
+    return path
+
+
+def _entries(path: Path):
+    if not path.is_dir():
+        return []
+    return [p for p in path.iterdir() if p.is_file() and p.name.endswith(_CACHE_FILE_SUFFIXES)]
+
+
+def info(path: Path | None = None) -> dict:
+    """Where the cache is, whether it is on, and its size: for ``coupjax cache info``."""
+    path = cache_dir() if path is None else path
+    if path is None:
+        return {"enabled": False, "path": None, "entries": 0, "bytes": 0, "max_bytes": None}
+    files = _entries(path)
+    return {"enabled": True, "path": str(path), "entries": sum(p.name.endswith("-cache") for p in files),
+            "bytes": sum(p.stat().st_size for p in files), "max_bytes": max_bytes()}
+
+
+def clear(path: Path | None = None) -> dict:
+    """Delete every cached executable (only JAX's own files, never the folder's other
+    contents); returns what was removed.  Safe while no coupjax process runs."""
+    path = cache_dir() if path is None else path
+    removed = {"path": None if path is None else str(path), "entries": 0, "bytes": 0}
+    for p in [] if path is None else _entries(path):
+        size = p.stat().st_size
+        p.unlink(missing_ok=True)
+        removed["bytes"] += size
+        removed["entries"] += p.name.endswith("-cache")
+    return removed

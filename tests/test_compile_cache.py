@@ -1,0 +1,77 @@
+"""The persistent compilation cache: on by default for every command, moved or turned
+off by ``COUPJAX_CACHE_DIR``, bounded, cleared by ``coupjax cache clear``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from coupjax import compile_cache
+
+ROOT = Path(__file__).resolve().parents[1]
+# A command's argument parsing turns the cache on (coupjax.args.Parser); then one jit.
+PROGRAM = """
+from coupjax.args import Parser
+Parser(prog="probe").parse_args([])
+import jax, jax.numpy as jnp
+print(float(jax.jit(lambda x: jnp.sin(x) * 3.0 + 1.0)(jnp.float32(0.5))))
+"""
+
+
+def _run(env_extra, program=PROGRAM, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "COUPJAX_CACHE"))}
+    env.update(env_extra, JAX_LOG_COMPILES="1", PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-c", program, *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+
+
+def test_a_second_process_loads_what_the_first_compiled(tmp_path):
+    first = _run({compile_cache.ENV_DIR: str(tmp_path)})
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "cache hit" not in first.stderr
+    assert list(tmp_path.glob("*-cache")), "the first process wrote no cache entry"
+    second = _run({compile_cache.ENV_DIR: str(tmp_path)})
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "Persistent compilation cache hit" in second.stderr
+    assert second.stdout == first.stdout
+
+
+def test_off_writes_nothing_and_the_users_own_jax_folder_wins(tmp_path):
+    off = _run({compile_cache.ENV_DIR: "off", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+    assert off.returncode == 0, off.stderr[-2000:]
+    assert not (tmp_path / "xdg").exists() and "cache hit" not in off.stderr
+    mine = tmp_path / "mine"
+    given = _run({compile_cache.ENV_DIR: str(tmp_path / "ours"), "JAX_COMPILATION_CACHE_DIR": str(mine),
+                  "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"})
+    assert given.returncode == 0, given.stderr[-2000:]
+    assert list(mine.glob("*-cache")) and not (tmp_path / "ours").exists()
+
+
+def test_default_folder_is_per_user_and_the_bound_is_checked(monkeypatch, tmp_path):
+    monkeypatch.delenv(compile_cache.ENV_DIR, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compile_cache.cache_dir() == tmp_path / "coupjax" / "jax"
+    monkeypatch.setenv(compile_cache.ENV_MAX_MB, "64")
+    assert compile_cache.max_bytes() == 64 * 2**20
+    bad = _run({compile_cache.ENV_MAX_MB: "lots", compile_cache.ENV_DIR: str(tmp_path)}, "import coupjax")
+    assert bad.returncode == 0  # nothing asked for the cache
+    for command in ("cache", "simulate"):
+        cli = _run({compile_cache.ENV_MAX_MB: "lots"}, "from coupjax.cli import main; main()", command)
+        assert cli.returncode == 2 and cli.stderr.strip().count("\n") == 0, cli.stderr
+    assert "COUPJAX_CACHE_MAX_MB must be a size in MiB" in cli.stderr
+
+
+def test_cache_clear_removes_only_jax_entries(tmp_path):
+    env = {**os.environ, compile_cache.ENV_DIR: str(tmp_path), "PYTHONPATH": str(ROOT)}
+    (tmp_path / "k1-cache").write_bytes(b"x" * 100)
+    (tmp_path / "k1-atime").write_bytes(b"t" * 8)
+    (tmp_path / "notes.txt").write_text("mine")
+    info = subprocess.run([sys.executable, "-m", "coupjax", "cache", "info"], env=env, capture_output=True,
+                          text=True, cwd=ROOT)
+    assert info.returncode == 0 and "1 compiled functions" in info.stdout and str(tmp_path) in info.stdout
+    out = subprocess.run([sys.executable, "-m", "coupjax", "cache", "clear"], env=env, capture_output=True,
+                         text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "removed 1 compiled functions" in out.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
