@@ -228,7 +228,7 @@ def test_config_errors_name_the_key(tmp_path):
         config_from_dict({"opponents": {"honset": 1}})
     with pytest.raises(ConfigError, match="'batch_size'"):
         config_from_dict({}, ["batch_size=-3"])
-    for name in ("dqn_coupvisor", "dqn_cpu", "bc"):
+    for name in ("dqn_coupvisor", "dqn_cpu", "ablation_epsilon", "ablation_boltzmann"):
         load_config(ROOT / "configs" / f"{name}.yaml")
     cv = load_config(ROOT / "configs" / "dqn_coupvisor.yaml")
     assert (cv.seed, cv.gamma, cv.learning_rate, cv.batch_size, cv.buffer_size, cv.warmup_steps,

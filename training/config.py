@@ -7,7 +7,16 @@ An unknown key stops the run with a message naming it and the nearest known key:
     config key 'lr' is not known; did you mean 'learning_rate'?
 
 ``algo`` selects the dataclass: ``dqn`` -> `DQNConfig`, ``bc`` -> `BCConfig`,
-``selfplay`` -> `SelfPlayConfig`.
+``selfplay`` -> `SelfPlayConfig`.  Each dataclass's defaults are the base of its
+algorithm, and a file states only what differs from its base: the defaults, or another
+config named by ``base:`` (a shipped config's name such as ``dqn_cpu``, or a path
+relative to the file), whose keys it overrides::
+
+    base: selfplay_cpu        # configs/selfplay_gpu.yaml
+    num_envs: 4096
+
+Each key's type comes from its default and its range is declared beside it (`key`), so
+a new key is checked where it is defined.
 
 Opponent pools (``opponents`` for DQN and self-play, ``teachers`` for BC) are one of:
 
@@ -34,7 +43,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from coupjax.paths import CONFIG_DIR, config_path
+from coupjax.paths import CONFIG_DIR
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
@@ -43,8 +52,7 @@ from coupjax.policies.spec import describe_spec
 # `configs/selfplay_cpu.yaml` (self-play PPO with a magnet and a learned belief) cut to 6
 # of its 10 chunks, on a training seed of its own, so a fresh machine trains and
 # evaluates in minutes.
-QUICKSTART = {**yaml.safe_load(config_path("selfplay_cpu.yaml").read_text()),
-              "num_chunks": 6, "checkpoint_every": 3, "seed": 5}
+QUICKSTART = {"base": "selfplay_cpu", "num_chunks": 6, "checkpoint_every": 3, "seed": 5}
 
 
 class ConfigError(ValueError):
@@ -52,65 +60,93 @@ class ConfigError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class Range:
+    """The values a numeric key accepts: ``lo <= x <= hi`` (``lo < x`` when ``open_low``)."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    open_low: bool = False
+
+    def admits(self, x) -> bool:
+        return (x > self.lo if self.open_low else x >= self.lo) and x <= self.hi
+
+    def __str__(self) -> str:
+        if self.hi == math.inf:
+            return f"{'>' if self.open_low else '>='} {self.lo:g}"
+        if (self.lo, self.hi) == (0, 1):
+            return "in [0, 1]"
+        return f"from {self.lo:g} to {self.hi:g}"
+
+
+POSITIVE, NONNEGATIVE, UNIT = Range(0, open_low=True), Range(0), Range(0, 1)
+
+
+def key(default, check: Range | tuple | None = None):
+    """A config field: its default, and the range (a `Range`) or choices (a tuple) it
+    accepts, checked by `config_from_dict` for every config that sets it."""
+    return dataclasses.field(default=default, metadata={"check": check} if check is not None else {})
+
+
+@dataclasses.dataclass(frozen=True)
 class DQNConfig:
     algo: str = "dqn"
-    seed: int = 42
-    num_players: int = 4
+    seed: int = key(42, NONNEGATIVE)
+    num_players: int = key(4, Range(2, 6))
     # --- the learner's view
-    num_envs: int = 1  # games stepped in parallel (B); sharded over jax.devices()
+    num_envs: int = key(1, POSITIVE)  # games stepped in parallel (B); sharded over jax.devices()
     opponents: Any = "scripted"  # pool, see the module doc
     policy_modules: tuple = ()
-    reward: str = "shaped"  # shaped | win | engine (training.rewards)
-    max_inner_steps: int = 4096  # safety cap on opponent steps between two learner decisions
+    reward: str = key("shaped", ("shaped", "win", "engine"))  # training.rewards
+    max_inner_steps: int = key(4096, POSITIVE)  # safety cap on opponent steps between two learner decisions
     # --- DQN
-    gamma: float = 0.98
-    learning_rate: float = 1e-3
-    batch_size: int = 64
-    buffer_size: int = 10_000  # transitions (rows of num_envs)
-    warmup_steps: int = 256  # transitions stored before the first update
-    target_update_steps: int = 200  # gradient updates between target syncs
+    gamma: float = key(0.98, UNIT)
+    learning_rate: float = key(1e-3, POSITIVE)
+    batch_size: int = key(64, POSITIVE)
+    buffer_size: int = key(10_000, POSITIVE)  # transitions (rows of num_envs)
+    warmup_steps: int = key(256, NONNEGATIVE)  # transitions stored before the first update
+    target_update_steps: int = key(200, POSITIVE)  # gradient updates between target syncs
     hidden_sizes: tuple = (128, 128)
-    loss: str = "mse"  # mse | huber
-    max_grad_norm: float = 0.0  # 0: no clipping
+    loss: str = key("mse", ("mse", "huber"))
+    max_grad_norm: float = key(0.0, NONNEGATIVE)  # 0: no clipping
     double_q: bool = False  # False: the max over legal actions of Q_target (CoupVisor C.5)
-    gradient_steps: int = 1  # gradient updates per env step of the batch
+    gradient_steps: int = key(1, POSITIVE)  # gradient updates per env step of the batch
     # --- exploration
-    exploration: str = "epsilon_greedy"  # epsilon_greedy | boltzmann
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_decay_steps: int = 5_000  # env steps of the batch (scan iterations)
-    temperature: float = 1.0  # Boltzmann temperature (q-value units)
+    exploration: str = key("epsilon_greedy", ("epsilon_greedy", "boltzmann"))
+    epsilon_start: float = key(1.0, UNIT)
+    epsilon_end: float = key(0.05, UNIT)
+    epsilon_decay_steps: int = key(5_000, POSITIVE)  # env steps of the batch (scan iterations)
+    temperature: float = key(1.0, POSITIVE)  # Boltzmann temperature (q-value units)
     # --- loop, logging, checkpoints, export
-    updates_per_chunk: int = 500  # scan iterations per jitted chunk (one env step of the batch + gradient_steps)
-    num_chunks: int = 20
-    checkpoint_every: int = 1  # chunks
-    max_checkpoints: int = 2
-    export_temperature: float = 0.0  # load_policy default: 0 greedy (ties uniform), > 0 softmax(q / T)
-    eval_games: int = 0  # after training: seat-table games (evals.seat_table pool) per policy (0: skip)
+    updates_per_chunk: int = key(500, POSITIVE)  # scan iterations per jitted chunk (one env step of the batch + gradient_steps)
+    num_chunks: int = key(20, POSITIVE)
+    checkpoint_every: int = key(1, POSITIVE)  # chunks
+    max_checkpoints: int = key(2, POSITIVE)
+    export_temperature: float = key(0.0, NONNEGATIVE)  # load_policy default: 0 greedy (ties uniform), > 0 softmax(q / T)
+    eval_games: int = key(0, NONNEGATIVE)  # after training: seat-table games (evals.seat_table pool) per policy (0: skip)
     wandb_project: str = "coupjax"
-    wandb_mode: str = ""  # "" -> $WANDB_MODE, default offline
+    wandb_mode: str = key("", ("", "offline", "online", "disabled"))  # "" -> $WANDB_MODE, default offline
 
 
 @dataclasses.dataclass(frozen=True)
 class BCConfig:
     algo: str = "bc"
-    seed: int = 0
-    num_players: int = 4
-    model: str = "logreg"  # logreg | mlp
+    seed: int = key(0, NONNEGATIVE)
+    num_players: int = key(4, Range(2, 6))
+    model: str = key("logreg", ("logreg", "mlp"))
     hidden_sizes: tuple = (128, 128)  # mlp only
     teachers: Any = "scripted"  # seats of the logged games drawn from this pool
     imitate: tuple = ()  # teacher names whose decisions are imitated; () = every logged player
     policy_modules: tuple = ()
-    num_games: int = 2000
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
-    batch_size: int = 512
-    epochs: int = 5
-    val_fraction: float = 0.1
-    export_temperature: float = 1.0  # 1: sample the cloned distribution
-    eval_games: int = 0  # as for DQN
+    num_games: int = key(2000, POSITIVE)
+    learning_rate: float = key(1e-3, POSITIVE)
+    weight_decay: float = key(0.0, NONNEGATIVE)
+    batch_size: int = key(512, POSITIVE)
+    epochs: int = key(5, POSITIVE)
+    val_fraction: float = key(0.1, UNIT)
+    export_temperature: float = key(1.0, NONNEGATIVE)  # 1: sample the cloned distribution
+    eval_games: int = key(0, NONNEGATIVE)  # as for DQN
     wandb_project: str = "coupjax"
-    wandb_mode: str = ""
+    wandb_mode: str = key("", ("", "offline", "online", "disabled"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,75 +154,58 @@ class SelfPlayConfig:
     """Self-play PPO with a magnet and a learned belief (`training.selfplay`)."""
 
     algo: str = "selfplay"
-    seed: int = 0
-    num_players: int = 4
-    num_seeds: int = 1  # training seeds side by side (vmap); the export is seed `export_seed`
-    num_envs: int = 64  # games per seed stepped in parallel; sharded over jax.devices()
-    rollout_steps: int = 32  # engine steps per game between two updates (T)
+    seed: int = key(0, NONNEGATIVE)
+    num_players: int = key(4, Range(2, 6))
+    num_seeds: int = key(1, POSITIVE)  # training seeds side by side (vmap); the export is seed `export_seed`
+    num_envs: int = key(64, POSITIVE)  # games per seed stepped in parallel; sharded over jax.devices()
+    rollout_steps: int = key(32, POSITIVE)  # engine steps per game between two updates (T)
     # --- the league: seat shares of the current network, its snapshots, the pool
     opponents: Any = "scripted"  # the fixed pool (module doc): bots, run dirs (e.g. a DQN export)
     policy_modules: tuple = ()
-    self_weight: float = 0.3  # share of the other seats played by the current network (trained on)
-    snapshot_weight: float = 0.2  # share played by past snapshots, uniform over the filled ones
-    num_snapshots: int = 4  # snapshots kept (a ring)
-    snapshot_every: int = 25  # updates between two snapshots
-    table_concentration: float = 0.0  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
-    exploiter_tables: float = 0.0  # share of tables with a learned exploiter in one seat, the network in the rest
-    pool_margin: float = 0.0  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
+    self_weight: float = key(0.3, UNIT)  # share of the other seats played by the current network (trained on)
+    snapshot_weight: float = key(0.2, UNIT)  # share played by past snapshots, uniform over the filled ones
+    num_snapshots: int = key(4, POSITIVE)  # snapshots kept (a ring)
+    snapshot_every: int = key(25, POSITIVE)  # updates between two snapshots
+    table_concentration: float = key(0.0, NONNEGATIVE)  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
+    exploiter_tables: float = key(0.0, UNIT)  # share of tables with a learned exploiter in one seat, the network in the rest
+    pool_margin: float = key(0.0, NONNEGATIVE)  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
     # --- PSRO in the run (training.psro): a frozen DQN best response to the network joins the pool
-    psro_every: int = 0  # k > 0: after every k-th chunk but the last; 0: never
-    psro_weight: float = 2.0  # each best response's pool weight (beside the opponents' weights)
-    psro_budget: int = 0  # the DQN's training chunks; 0: psro_config's num_chunks
+    psro_every: int = key(0, NONNEGATIVE)  # k > 0: after every k-th chunk but the last; 0: never
+    psro_weight: float = key(2.0, POSITIVE)  # each best response's pool weight (beside the opponents' weights)
+    psro_budget: int = key(0, NONNEGATIVE)  # the DQN's training chunks; 0: psro_config's num_chunks
     psro_config: str = "dqn_cpu.yaml"  # the DQN config: a YAML file or a shipped config's name
     psro_reset: bool = False  # true: after each iteration the run starts again from its initial state
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
-    gamma: float = 0.995  # per own decision
-    gae_lambda: float = 0.9
-    learning_rate: float = 3e-4
+    gamma: float = key(0.995, UNIT)  # per own decision
+    gae_lambda: float = key(0.9, UNIT)
+    learning_rate: float = key(3e-4, POSITIVE)
     anneal_lr: bool = False  # linear decay to 0 over the run
-    max_grad_norm: float = 0.5
-    num_epochs: int = 2
-    num_minibatches: int = 4
-    clip_eps: float = 0.2
-    value_coef: float = 0.5
-    entropy_coef: float = 0.01
-    magnet_coef: float = 0.05  # reverse KL(pi || magnet)
-    magnet_ema: float = 0.99  # magnet <- ema * magnet + (1 - ema) * policy, after every update
+    max_grad_norm: float = key(0.5, NONNEGATIVE)
+    num_epochs: int = key(2, POSITIVE)
+    num_minibatches: int = key(4, POSITIVE)
+    clip_eps: float = key(0.2, UNIT)
+    value_coef: float = key(0.5, NONNEGATIVE)
+    entropy_coef: float = key(0.01, NONNEGATIVE)
+    magnet_coef: float = key(0.05, NONNEGATIVE)  # reverse KL(pi || magnet)
+    magnet_ema: float = key(0.99, UNIT)  # magnet <- ema * magnet + (1 - ema) * policy, after every update
     hidden_sizes: tuple = (128, 128)  # policy and value MLPs
     # --- the learned belief: P(role in hand) per opponent, from the observation
-    belief_coef: float = 1.0
+    belief_coef: float = key(1.0, NONNEGATIVE)
     belief_hidden_sizes: tuple = (128, 128)  # []: a head on the policy MLP's last hidden layer
     # --- loop, logging, checkpoints, export
-    updates_per_chunk: int = 10
-    num_chunks: int = 10
-    checkpoint_every: int = 1
-    max_checkpoints: int = 2
-    export_seed: int = 0  # which training seed RUN/export holds (all are in RUN/exports/seed_K)
-    export_temperature: float = 1.0  # load_policy default: 1 samples the policy, 0 greedy
-    eval_games: int = 0
+    updates_per_chunk: int = key(10, POSITIVE)
+    num_chunks: int = key(10, POSITIVE)
+    checkpoint_every: int = key(1, POSITIVE)
+    max_checkpoints: int = key(2, POSITIVE)
+    export_seed: int = key(0, NONNEGATIVE)  # which training seed RUN/export holds (all are in RUN/exports/seed_K)
+    export_temperature: float = key(1.0, NONNEGATIVE)  # load_policy default: 1 samples the policy, 0 greedy
+    eval_games: int = key(0, NONNEGATIVE)
     wandb_project: str = "coupjax"
-    wandb_mode: str = ""
+    wandb_mode: str = key("", ("", "offline", "online", "disabled"))
 
 
 CONFIG_CLASSES = {"dqn": DQNConfig, "bc": BCConfig, "selfplay": SelfPlayConfig}
 
-_CHOICES = {
-    "reward": ("shaped", "win", "engine"),
-    "loss": ("mse", "huber"),
-    "exploration": ("epsilon_greedy", "boltzmann"),
-    "model": ("logreg", "mlp"),
-    "wandb_mode": ("", "offline", "online", "disabled"),
-}
-_POSITIVE_INT = {"num_envs", "batch_size", "buffer_size", "target_update_steps", "updates_per_chunk", "num_chunks",
-                 "checkpoint_every", "max_checkpoints", "num_games", "epochs", "gradient_steps",
-                 "max_inner_steps", "epsilon_decay_steps", "num_seeds", "rollout_steps", "num_snapshots",
-                 "snapshot_every", "num_epochs", "num_minibatches"}
-_NONNEG_INT = {"warmup_steps", "eval_games", "seed", "export_seed", "psro_every", "psro_budget"}
-_UNIT = {"gamma", "epsilon_start", "epsilon_end", "val_fraction", "self_weight", "snapshot_weight", "gae_lambda",
-         "clip_eps", "magnet_ema", "exploiter_tables"}
-_POSITIVE_FLOAT = {"learning_rate", "temperature", "psro_weight"}
-_NONNEG_FLOAT = {"max_grad_norm", "export_temperature", "weight_decay", "pool_margin", "table_concentration",
-                 "value_coef", "entropy_coef", "magnet_coef", "belief_coef"}
 _POOLS = {"opponents", "teachers"}
 
 
@@ -194,9 +213,15 @@ def _fail(msg):
     raise ConfigError(msg)
 
 
+def _check_range(name: str, value, check) -> None:
+    if isinstance(check, Range) and not check.admits(value):
+        _fail(f"config key {name!r} must be {check}, got {value}")
+
+
 def _check_value(name: str, value, cls) -> Any:
     """Type- and range-check one value; returns it normalised (lists -> tuples)."""
-    default = {f.name: f.default for f in dataclasses.fields(cls)}[name]
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    default, check = field.default, field.metadata.get("check")
     if name in _POOLS:
         if not isinstance(value, (str, Mapping)):
             _fail(f"config key {name!r} must be a policy pool (a mapping name -> weight, a condition name, "
@@ -222,12 +247,7 @@ def _check_value(name: str, value, cls) -> Any:
                 value = int(value)
             else:
                 _fail(f"config key {name!r} must be an integer, got {value!r}")
-        if name in _POSITIVE_INT and value <= 0:
-            _fail(f"config key {name!r} must be > 0, got {value}")
-        if name in _NONNEG_INT and value < 0:
-            _fail(f"config key {name!r} must be >= 0, got {value}")
-        if name == "num_players" and not 2 <= value <= 6:
-            _fail(f"config key 'num_players' must be from 2 to 6, got {value}")
+        _check_range(name, value, check)
         return value
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -235,29 +255,22 @@ def _check_value(name: str, value, cls) -> Any:
         value = float(value)
         if not math.isfinite(value):
             _fail(f"config key {name!r} must be finite, got {value}")
-        if name in _UNIT and not 0.0 <= value <= 1.0:
-            _fail(f"config key {name!r} must be in [0, 1], got {value}")
-        if name in _POSITIVE_FLOAT and value <= 0:
-            _fail(f"config key {name!r} must be > 0, got {value}")
-        if name in _NONNEG_FLOAT and value < 0:
-            _fail(f"config key {name!r} must be >= 0, got {value}")
+        _check_range(name, value, check)
         return value
     if isinstance(default, str):
         if not isinstance(value, str):
             _fail(f"config key {name!r} must be a string, got {value!r}")
-        if name in _CHOICES and value not in _CHOICES[name]:
-            _fail(f"config key {name!r} must be one of {', '.join(repr(c) for c in _CHOICES[name])}, got {value!r}")
+        if isinstance(check, tuple) and value not in check:
+            _fail(f"config key {name!r} must be one of {', '.join(repr(c) for c in check)}, got {value!r}")
         return value
     return value
 
 
-def config_from_dict(raw: Mapping, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
-    """Validate a mapping (plus ``key=value`` overrides) into a frozen config."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        _fail(f"a config must be a mapping of key: value, got {type(raw).__name__}")
-    data = dict(raw)
+def config_from_dict(raw: Mapping, overrides=(), origin: Path | None = None) -> DQNConfig | BCConfig | SelfPlayConfig:
+    """Validate a mapping (plus ``key=value`` overrides) into a frozen config.  A
+    ``base`` key is resolved first (module doc); ``origin`` is the folder a relative
+    ``base`` path is read from (the including file's)."""
+    data = dict(_with_bases(raw, origin, ()))
     for item in overrides:
         if "=" not in item:
             _fail(f"override {item!r} must look like key=value")
@@ -357,16 +370,53 @@ def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, f
     return pool
 
 
-def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
-    """Read and validate a YAML config file."""
-    p = Path(path)
+def _read_yaml(p: Path):
     if not p.is_file():
         raise ConfigError(f"config file {str(p)!r} does not exist")
     try:
-        raw = yaml.safe_load(p.read_text())
+        return yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-    return config_from_dict(raw, overrides)
+
+
+def _with_bases(raw, origin: Path | None, seen: tuple) -> dict:
+    """``raw`` over its ``base`` chain: every key of the base files, each overridden by
+    the files that name them."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        _fail(f"a config must be a mapping of key: value, got {type(raw).__name__}")
+    data = dict(raw)
+    if "base" not in data:
+        return data
+    name = data.pop("base")
+    if not isinstance(name, str) or not name:
+        _fail(f"config key 'base' must name a config (a shipped name such as 'dqn_cpu', or a file), got {name!r}")
+    path = _base_file(name, origin)
+    if path.resolve() in seen:
+        _fail(f"config key 'base': {name!r} names itself through its bases "
+              f"({' -> '.join(p.stem for p in (*seen, path.resolve()))})")
+    return {**_with_bases(_read_yaml(path), path.parent, (*seen, path.resolve())), **data}
+
+
+def _base_file(name: str, origin: Path | None) -> Path:
+    file = name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"
+    for folder in ([origin] if origin is not None else []) + [CONFIG_DIR]:
+        if (folder / file).is_file():
+            return folder / file
+    known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")))
+    _fail(f"config key 'base': no config {name!r} (next to the file or shipped: {known})")
+
+
+def read_config(path) -> dict:
+    """A config file's keys with its ``base`` chain applied (not yet validated)."""
+    p = Path(path)
+    return _with_bases(_read_yaml(p), p.parent, (p.resolve(),))
+
+
+def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
+    """Read and validate a YAML config file (its ``base`` chain included)."""
+    return config_from_dict(read_config(path), overrides)
 
 
 def config_file(name) -> Path:
