@@ -9,6 +9,7 @@ extras' libraries, so these tests run in the full development environment.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -92,8 +93,6 @@ def base_install(tmp_path_factory):
 
 
 def _env():
-    import os
-
     return dict(os.environ, PYTHONPATH=str(ROOT), WANDB_MODE="offline")
 
 
@@ -190,3 +189,15 @@ def test_every_extra_named_in_a_message_exists():
     for path in sorted((ROOT / "coupjax").rglob("*.py")) + sorted((ROOT / "evals").rglob("*.py")):
         named |= {a or b for a, b in re.findall(r'coupjax\[(\w+)\]|"\.\[(\w+)\]', path.read_text())}
     assert named and named <= extras, sorted(named - extras)
+
+
+def test_require_extra_passes_when_installed_and_names_the_extra_otherwise(capsys):
+    from coupjax.args import require_extra
+
+    require_extra("coupjax", "coupjax serve", "the page's extra", "web", "json")  # installed: nothing happens
+    with pytest.raises(SystemExit) as info:
+        require_extra("coupjax", "coupjax serve", "the page's extra", "web", "json", "no_such_library_here")
+    err = capsys.readouterr().err.strip()
+    assert info.value.code == 2
+    assert err == ('coupjax: error: coupjax serve needs the page\'s extra: pip install "coupjax[web]" '
+                   '(missing: no_such_library_here)')
