@@ -7,6 +7,7 @@ starts the same way.  The argument types check what argparse does not.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from coupjax import compile_cache
@@ -36,6 +37,22 @@ def fail(prog: str, message) -> None:
     """Exit with status 2 and the one line ``prog: error: message``."""
     print(f"{prog}: error: {message}", file=sys.stderr)
     raise SystemExit(2)
+
+
+def require_extra(prog: str, command: str, what: str, extra: str, *libraries: str) -> None:
+    """Exit with one line naming the extra to install when one of ``libraries`` is not
+    installed: a plain ``pip install coupjax`` has the engine and the main job, not the
+    page, the report or the adapters.  Checked before any work, without importing them."""
+    missing = [name for name in libraries if not _installed(name)]
+    if missing:
+        fail(prog, f'{command} needs {what}: pip install "coupjax[{extra}]" (missing: {", ".join(missing)})')
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
 
 
 def positive_int(text: str) -> int:

@@ -44,7 +44,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coupjax.args import Parser, fail, positive_int, rate, report_seed, seconds
+from coupjax.args import Parser, fail, positive_int, rate, report_seed, require_extra, seconds
 from coupjax.seeds import REPORT_SEED
 
 PROG = "coupjax"
@@ -212,6 +212,7 @@ def _port(text: str) -> int:
 
 
 def _serve(args) -> None:
+    require_extra(PROG, "coupjax serve", "the page's extra", "web", "fastapi", "uvicorn")
     from coupjax.web.server import serve
     from coupjax.web.store import default_games_dir
 

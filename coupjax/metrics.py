@@ -1,4 +1,4 @@
-"""Quality metrics for binary predictions and intervals (NumPy and SciPy; JAX-free).
+"""Quality metrics for binary predictions and intervals (NumPy; JAX-free).
 
 Shared by the advisor evaluation and the evaluation suite.  Inputs are 1-D
 array-likes; labels ``y_true`` / ``y_pred`` may be bool or 0/1 numbers, scores
@@ -10,6 +10,9 @@ with :func:`json.dump`.  Undefined quantities are ``float('nan')`` (which
 Validation: every input must be 1-D, paired inputs must have equal lengths
 (otherwise ``ValueError`` naming both lengths), labels must be binary and scores
 finite and within ``[0, 1]``.
+
+SciPy (the ``report`` extra) is imported only by the two functions that use it
+(`roc_auc`, `t_interval`): the main job's seat table needs none of it.
 """
 from __future__ import annotations
 
@@ -17,8 +20,6 @@ import math
 from typing import Callable
 
 import numpy as np
-from scipy.stats import rankdata
-from scipy.stats import t as student_t
 
 __all__ = [
     "t_interval",
@@ -178,6 +179,8 @@ def roc_auc(y_true, p) -> float:
     Equals P(score of a random positive > score of a random negative) + 1/2 P(tie).
     NaN when either class is absent.
     """
+    from scipy.stats import rankdata
+
     t, s = _pair_probs(y_true, p)
     n_pos = int(t.sum())
     n_neg = t.size - n_pos
@@ -259,6 +262,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 def t_interval(values, bounds=(-math.inf, math.inf)) -> dict:
     """Mean and 95% Student-t interval over runs (seeds), ``mean +- t(0.975, k-1) sd / sqrt(k)``
     clipped to ``bounds`` (the metric's range); the point itself for one value."""
+    from scipy.stats import t as student_t
+
     v = np.asarray(values, np.float64)
     k = len(v)
     mean = float(v.mean())

@@ -3,8 +3,10 @@ module's private names, no module over 600 lines, and a repository that stands a
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,28 @@ def test_import_linter_contracts_hold():
                           "lint_imports_command()"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "broken" in out.stdout and " 0 broken" in out.stdout
+
+
+def _modules(package: str):
+    """Every module of a package by its dotted name (``coupjax.game.board``), the
+    package's own ``__init__`` left out."""
+    for p in _sources(package):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if len(parts) > 1:
+            yield ".".join(parts)
+
+
+def test_every_module_has_a_place_in_the_layers():
+    """A module outside the layers contract is not checked by it: each module (or a
+    package above it) is named in one of the layers."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    named = {m.strip() for layer in layers for m in re.split(r"[|:]", layer)}
+    unnamed = [m for pkg in PACKAGES for m in _modules(pkg)
+               if not any(m == n or m.startswith(n + ".") for n in named)]
+    assert not unnamed, "give these modules a layer in pyproject.toml's layers contract:\n" + "\n".join(unnamed)
 
 
 def _private_reaches(path: Path):

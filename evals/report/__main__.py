@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from coupjax.args import Parser, fail
+from coupjax.args import Parser, fail, require_extra
 from evals.report.config import EvalConfigError, load_config
 
 PROG = "python -m evals.report"
@@ -103,6 +103,8 @@ def main(argv=None) -> int:
     ap.add_argument("--host-devices", type=int, default=None,
                     help="XLA CPU devices to split the host into (default: one per core; results do not depend on it)")
     args = ap.parse_args(argv)
+    require_extra(PROG, "the report", "its extra (figures, intervals, ratings)", "report", "matplotlib", "scipy",
+                  "openskill")
     from coupjax.devices import use_host_cores
 
     use_host_cores(args.host_devices)  # one XLA device per core (before JAX starts; else changes nothing)
