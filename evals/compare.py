@@ -25,6 +25,7 @@ seed) and ``seeds``.  Tuning seeds are refused, a held-out seed is recorded
 """
 from __future__ import annotations
 
+import functools
 import glob
 import json
 from pathlib import Path
@@ -40,7 +41,8 @@ from coupjax.policies import PolicySpecError
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from coupjax.policies.spec import describe_spec, resolve_policy
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, seed_role
-from evals.report.play import TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows
+from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+                               slots_per_device)
 from evals.report.stats import bonferroni_alpha, paired_bootstrap
 
 DEFAULT_CONDITION = "aggressive_heavy"
@@ -64,13 +66,23 @@ def expand_spec(spec: str) -> list[str]:
 
 
 def condition_tables(games: int, num_players: int, seed: int, opponents: str | None):
-    """(tested seat [G], opponent names [G, n-1]) of ``seed``'s tables: drawn from the
-    condition, or every other seat ``opponents`` (a spec)."""
+    """(tested seat [G], opponents [G, n-1] as indices into the opponent specs, those
+    specs) of ``seed``'s tables: drawn from the condition over the scripted bots, or every
+    other seat ``opponents`` (a spec)."""
     if opponents is None or opponents in CONDITIONS:
         seats, opp = draw_condition_tables(games, num_players, seed, condition_weights(opponents or DEFAULT_CONDITION))
-        return seats, np.asarray(SCRIPTED_NAMES, object)[opp]
-    seats, _ = draw_condition_tables(games, num_players, seed, [1.0])
-    return seats, np.full((games, num_players - 1), opponents, object)
+        return seats, opp, list(SCRIPTED_NAMES)
+    seats, opp = draw_condition_tables(games, num_players, seed, [1.0])
+    return seats, opp, [opponents]
+
+
+@functools.lru_cache(maxsize=4)
+def table_player(num_players: int, specs: tuple, slots: int, queue: int, capacity: tuple) -> TablePlayer:
+    """The runner of ``specs`` (policy entries, in order), kept: a second comparison of
+    the same policies and sizes (a report's, a test's) plays without compiling again."""
+    env = Env(num_players)
+    return TablePlayer(env, [resolve_policy(spec, env) for spec in specs], None, batch=slots, capacity=capacity,
+                       queue=queue)
 
 
 def play_paired(env, units_a: list[str], units_b: list[str], games: int, seeds: list[int], opponents: str | None,
@@ -82,28 +94,22 @@ def play_paired(env, units_a: list[str], units_b: list[str], games: int, seeds: 
     policy is computed where it sits and the games of A and B differ only in the tested
     seat.  A unit named on both sides is played once."""
     n = env.num_players
-    entries, where = [], {}
-
-    def index_of(spec):
-        if spec not in where:
-            where[spec] = len(entries)
-            entries.append(resolve_policy(spec, env))
-        return where[spec]
-
     tables = {s: condition_tables(games, n, s, opponents) for s in seeds}
-    opp_index = {s: np.vectorize(index_of, otypes=[np.int32])(opp) for s, (_, opp) in tables.items()}
     units = list(dict.fromkeys(units_a + units_b))
+    specs = list(dict.fromkeys(tables[seeds[0]][2] + units))
     groups, keys, order_of = [], [], []
     for u in units:
         for s in seeds:
-            groups.append(arena.seat_index(tables[s][0], opp_index[s], index_of(u), n))
+            seats, opp, _ = tables[s]
+            groups.append(arena.seat_index(seats, opp, specs.index(u), n))  # opponent k is entry k
             keys.append(np.asarray(arena.game_keys(s, 0, games)))
             order_of.append((u, s))
     order = interleave(groups)
     idx = np.stack([groups[g][r] for g, r in order])
     key_rows = np.stack([keys[g][r] for g, r in order])
-    player = TablePlayer(env, entries, idx, batch=min(batch, len(idx)), queue=len(idx))
-    stats = player.play(idx, key_rows)
+    slots = min(batch, len(idx))
+    capacity = TablePlayer.capacities_of(idx, len(specs), slots_per_device(slots))
+    stats = table_player(n, tuple(specs), slots, len(idx), capacity).play(idx, key_rows)
     per = {}
     for gi, (u, s) in enumerate(order_of):
         sel = np.nonzero(order[:, 0] == gi)[0]

@@ -3,8 +3,8 @@ policies, keep their JSON keys and refuse bad input before any work; the statist
 (`evals.report.stats`: the paired bootstrap, Holm, Bonferroni, the detectable effect)
 on known inputs.
 
-One set of tables (`paired`: one compilation) serves both the planted difference and
-the equal policies; the command itself is run once.
+One set of tables serves the planted difference, the equal policies and the command
+(the same policies and sizes: `evals.compare.table_player` compiles them once).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from coupjax.policies import make_policy
 from evals import compare as C
 from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference
 
-GAMES, SEEDS = 150, [7, 8]
+GAMES, SEEDS = 150, [7, S.HELD_OUT_SEEDS[0]]  # pytest keeps the held-out look out of the ledger
 RESAMPLED = "tests.test_compare:honest_resampled"
 
 
@@ -70,20 +70,26 @@ def test_a_and_b_meet_the_same_tables(paired):
     assert np.corrcoef(wa, equal)[0, 1] > 0.2
 
 
-def test_the_command_keeps_its_keys_and_records_a_held_out_seed(tmp_path, monkeypatch, capsys):
+def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path, monkeypatch, capsys):
+    """B names two training-seed units (random and honest_resampled, far apart): the
+    interval counts that spread, much wider than honest vs random alone."""
     ledger, out = tmp_path / "ledger.jsonl", tmp_path / "cmp.json"
     monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
-    held = S.HELD_OUT_SEEDS[0]
-    res = C.main(["--a", "honest", "--b", "random", "--games", "60", "--seeds", "7", str(held), "--boot", "300",
-                  "--comparisons", "3", "--batch", "128", "--out", str(out)])
+    res = C.main(["--a", "honest", "--b", f"random,{RESAMPLED}", "--games", str(GAMES),
+                  "--seeds", *map(str, SEEDS), "--boot", "500", "--comparisons", "3", "--batch", "128",
+                  "--out", str(out)])
     kept = json.loads(out.read_text())
-    assert {"diff", "ci95_low", "ci95_high", "games", "seeds"} <= set(kept)
-    assert kept["games"] == 60 and kept["seeds"] == [7, held] and kept["tables"] == 120
-    assert kept["ci95_low"] > 0 and kept["verdict"] == "A beats B" and kept == json.loads(json.dumps(res))
+    assert {"diff", "ci95_low", "ci95_high", "games", "seeds"} <= set(kept) and kept == json.loads(json.dumps(res))
+    assert kept["games"] == GAMES and kept["seeds"] == SEEDS and kept["tables"] == GAMES * len(SEEDS)
+    assert kept["units_b"] == ["random", RESAMPLED]
+    (wa, wb) = paired["wins"]
+    assert kept["diff"] == pytest.approx(wa.mean() - wb.mean())
+    assert kept["ci95_high"] - kept["ci95_low"] > 0.3  # a unit of B is random, the other honest
     assert kept["ci_corrected_low"] <= kept["ci95_low"] and kept["ci_corrected_high"] >= kept["ci95_high"]
-    assert kept["placement"]["diff"] < 0
-    assert "A beats B" in capsys.readouterr().out
-    assert [(e["seed"], e["command"]) for e in S.read_ledger(ledger)] == [(held, C.PROG)]
+    low, high = kept["ci_corrected_low"], kept["ci_corrected_high"]
+    assert kept["verdict"] == ("A beats B" if low > 0 else "B beats A" if high < 0 else "no significant difference")
+    assert kept["verdict"] in capsys.readouterr().out
+    assert [(e["seed"], e["command"]) for e in S.read_ledger(ledger)] == [(SEEDS[1], C.PROG)]
 
 
 @pytest.mark.parametrize("argv, message", [
