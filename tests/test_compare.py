@@ -18,6 +18,7 @@ import pytest
 from coupjax import seeds as S
 from coupjax.env import Env
 from coupjax.policies import make_policy
+from coupjax.policies.pools import SCRIPTED_NAMES
 from evals import compare as C
 from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference
 
@@ -110,6 +111,19 @@ def test_bad_input_is_one_line_and_status_2_before_any_work(argv, message, capsy
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and lines[0].startswith(C.PROG)
     assert not ledger.exists()  # a run refused is no look at a held-out seed
+
+
+def test_the_other_seats_come_from_the_condition_or_the_opponent_spec():
+    seats, opp, specs = C.condition_tables(400, 4, 7, None)
+    assert specs == list(SCRIPTED_NAMES) and opp.shape == (400, 3) and set(np.unique(seats)) == {0, 1, 2, 3}
+    share = np.bincount(opp.ravel(), minlength=len(specs)) / opp.size
+    assert share[specs.index("aggressive")] > share[specs.index("honest")]  # aggressive_heavy, the default
+    same = C.condition_tables(400, 4, 7, C.DEFAULT_CONDITION)
+    assert np.array_equal(same[0], seats) and np.array_equal(same[1], opp)
+    other = C.condition_tables(400, 4, 7, "honest_heavy")[1]
+    assert (np.bincount(other.ravel(), minlength=5) / other.size)[specs.index("honest")] > 0.3
+    h_seats, h_opp, h_specs = C.condition_tables(400, 4, 7, "belief_ev")
+    assert h_specs == ["belief_ev"] and not h_opp.any() and np.array_equal(h_seats, seats)
 
 
 def test_a_spec_of_several_runs_is_several_units(tmp_path, monkeypatch):
