@@ -186,7 +186,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--comparisons", type=positive_int, default=1,
                     help="pairs ranked in one report: the verdict uses the Bonferroni interval")
     ap.add_argument("--boot", type=positive_int, default=2000, help="bootstrap resamples")
-    ap.add_argument("--batch", type=positive_int, default=1000, help="game slots of the runner (results do not depend on it)")
+    ap.add_argument("--batch", type=positive_int, default=1000,
+                    help="game slots of the runner (results do not depend on it)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if len(set(args.seeds)) != len(args.seeds):

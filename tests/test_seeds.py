@@ -45,7 +45,8 @@ def is_results_file(rel: str) -> bool:
 
 
 def is_criterion_file(rel: str) -> bool:
-    return rel.startswith("docs/experiments/") and bool(CRITERION_NAME.match(Path(rel).name)) and not is_results_file(rel)
+    name = Path(rel).name
+    return rel.startswith("docs/experiments/") and bool(CRITERION_NAME.match(name)) and not is_results_file(rel)
 
 
 def commit_time(repo: Path, commit: str) -> int:
