@@ -12,7 +12,7 @@ Seeds have three roles:
   Seed 7, long the default report seed, is one: choices were made on its results.
 * **held-out** (`HELD_OUT_SEEDS`): for final reports.  A look at one is never refused
   but always recorded: `check_report_seed` appends what ran (command, arguments,
-  commit, seed, UTC time, the criterion it answers) to the ledger committed in the
+  report, commit, seed, UTC time, the criterion it answers) to the ledger committed in the
   repository (`ledger_path`), so anyone can see whether a held-out seed was looked at
   before the claim it supports was fixed (docs/experiments/README.md).
 
@@ -131,6 +131,20 @@ def criterion_commit(criterion: str | None, cwd: Path = REPO_ROOT) -> str | None
     return git("rev-parse", "--verify", "--quiet", f"{criterion}^{{commit}}", cwd=cwd)
 
 
+def running_command() -> str:
+    """The program that runs, as typed: ``python -m evals.seat_table`` for a module of
+    this repository, else the script's name."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is None or script.name == "-c":
+        return "python -c"
+    try:
+        rel = script.resolve().relative_to(REPO_ROOT).with_suffix("")
+    except ValueError:
+        return script.name
+    parts = rel.parts[:-1] if rel.name == "__main__" else rel.parts
+    return f"python -m {'.'.join(parts)}"
+
+
 _recorded: set = set()  # (seed, what) already appended by this process
 
 
@@ -146,8 +160,9 @@ def record_held_out_use(seed: int, what: str, path: Path | None = None) -> dict 
         return None
     criterion = os.environ.get(CRITERION_ENV) or None
     entry = {
-        "command": what,
-        "argv": [Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "", *sys.argv[1:]],
+        "command": running_command(),
+        "report": what,
+        "argv": sys.argv[1:],
         "commit": git("rev-parse", "HEAD"),
         "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
                           f":!{COMMITTED_LEDGER.relative_to(REPO_ROOT).as_posix()}")),

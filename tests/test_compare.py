@@ -90,7 +90,7 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
     low, high = kept["ci_corrected_low"], kept["ci_corrected_high"]
     assert kept["verdict"] == ("A beats B" if low > 0 else "B beats A" if high < 0 else "no significant difference")
     assert kept["verdict"] in capsys.readouterr().out
-    assert [(e["seed"], e["command"]) for e in S.read_ledger(ledger)] == [(SEEDS[1], C.PROG)]
+    assert [(e["seed"], e["report"]) for e in S.read_ledger(ledger)] == [(SEEDS[1], C.PROG)]
 
 
 @pytest.mark.parametrize("argv, message", [
