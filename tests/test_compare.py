@@ -170,3 +170,21 @@ def test_smallest_detectable_difference():
     assert smallest_detectable_difference(10_000) == pytest.approx(0.01716, abs=1e-4)
     assert smallest_detectable_difference(10_000, comparisons=3) > smallest_detectable_difference(10_000)
     assert smallest_detectable_difference(10_000, between_sd=0.05, units=3) > 0.05
+
+
+@pytest.mark.slow
+def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monkeypatch):
+    """Two copies of the shipped best response as B's training runs, found by a glob: both
+    play, and being the same network they win the same tables.  Quick twin:
+    test_a_spec_of_several_runs_is_several_units."""
+    import shutil
+
+    from coupjax.paths import CONFIG_DIR
+
+    for name in ("br_s1", "br_s2"):
+        shutil.copytree(CONFIG_DIR / "best_responses" / "selfplay_seed0", tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    out = C.compare(Env(4), "honest", "br_s*", 40, [7], n_boot=200, batch=64)
+    assert out["units_b"] == ["br_s1", "br_s2"]
+    assert out["per_unit"]["b"]["br_s1"] == out["per_unit"]["b"]["br_s2"]
+    assert out["ci95_low"] <= out["diff"] <= out["ci95_high"]
