@@ -39,10 +39,11 @@ from coupjax.args import Parser, fail, positive_int
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
-from coupjax.policies.spec import describe_spec, resolve_policy
+from coupjax.policies.spec import describe_spec, locate, resolve_policy
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, seed_role
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
+from evals.report.policies import fits_table
 from evals.report.stats import bonferroni_alpha, paired_bootstrap
 
 DEFAULT_CONDITION = "aggressive_heavy"
@@ -199,14 +200,20 @@ def main(argv=None) -> dict:
         except SeedError as err:
             fail(PROG, err)
     try:
-        for spec in (args.a, args.b):
-            expand_spec(spec)
+        named = expand_spec(args.a) + expand_spec(args.b)
         if args.opponents is not None and args.opponents not in CONDITIONS:
             if "," in args.opponents or any(c in args.opponents for c in "*?["):
                 fail(PROG, f"--opponents names one policy or a condition, got {args.opponents!r}")
             describe_spec(args.opponents)
+            named.append(args.opponents)
     except PolicySpecError as err:
         fail(PROG, err)
+    for spec in named:
+        where = locate(spec) if describe_spec(spec) == "path" else None
+        if where is not None and not fits_table(str(where), args.players):
+            fail(PROG, f"{spec} was trained for another table size than --players {args.players}")
+    if args.out and not args.out.parent.is_dir():
+        fail(PROG, f"--out {args.out}: no folder {args.out.parent}")
     seeds = [check_report_seed(s, PROG) for s in args.seeds]  # held-out seeds recorded, now that the run is valid
     out = compare(Env(args.players), args.a, args.b, args.games, seeds, args.opponents, args.comparisons, args.boot,
                   args.batch)
