@@ -66,7 +66,8 @@ def positive_int(text: str) -> int:
 
 
 def report_seed(text: str) -> int:
-    """A seed of a command that reports figures: any integer but the tuning seeds."""
+    """A seed of a command that reports figures: any integer but the tuning seeds (a
+    held-out seed is accepted and its use recorded in the ledger: `coupjax.seeds`)."""
     try:
         value = int(text)
     except ValueError:

@@ -9,7 +9,9 @@ opportunities, entropy (nats summed over decisions).
 Intervals: the win rate's is Wilson's over tables (`coupjax.metrics.wilson_interval`,
 the arena's); means (placement, rewards) get ``mean +- 1.96 sd / sqrt(games)`` over
 tables; across seeds, a Student-t interval over the per-seed values
-(`coupjax.metrics.t_interval`).
+(`coupjax.metrics.t_interval`).  Paired comparisons (`evals.compare`): a hierarchical
+bootstrap over seeds, training seeds and tables (`paired_bootstrap`), corrected for the
+number of comparisons one report ranks (`holm`, `bonferroni_alpha`).
 """
 from __future__ import annotations
 
@@ -80,3 +82,74 @@ def across_seeds(per_seed: list[dict], key: str = "win_rate") -> dict:
     vals = [r[key] for r in per_seed]
     bounds = (0.0, 1.0) if key.endswith("rate") else (-math.inf, math.inf)
     return t_interval(vals, bounds)
+
+
+# ------------------------------------------------------------------ paired comparisons
+def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
+    """A minus B over paired tables, with a hierarchical percentile bootstrap interval.
+
+    ``a`` [units_a, seeds, tables] and ``b`` [units_b, seeds, tables]: a per-table value
+    (a win, a placement) of each training-seed unit of A and of B, the same tables at the
+    same [seed, table] (common random numbers: the pairing).  The point is the mean over
+    tables of (A's unit mean - B's unit mean).  Each resample draws what varies, level by
+    level: the table seeds, the units of A and of B (training seeds), then the tables
+    within each drawn seed, so the interval counts training-seed noise as well as the
+    tables'.  ``p_value``: two-sided, the resampled differences on the far side of 0.
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[1:] != b.shape[1:] or 0 in a.shape or 0 in b.shape:
+        raise ValueError(f"need a [units_a, seeds, tables] and b [units_b, seeds, tables] with the same seeds and "
+                         f"tables, got {a.shape} and {b.shape}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    (ua, S, T), ub = a.shape, b.shape[0]
+    rng = np.random.default_rng(seed)
+    diffs = np.empty(int(n_boot))
+    for i in range(int(n_boot)):
+        s = rng.integers(0, S, S)
+        t = rng.integers(0, T, (S, T))
+        d = a[rng.integers(0, ua, ua)][:, s].mean(0) - b[rng.integers(0, ub, ub)][:, s].mean(0)  # [S, T]
+        diffs[i] = np.take_along_axis(d, t, axis=1).mean()
+    lo, hi = np.quantile(diffs, [alpha / 2.0, 1.0 - alpha / 2.0])
+    far = min(np.sum(diffs <= 0), np.sum(diffs >= 0))
+    return {"diff": float(a.mean(0).mean() - b.mean(0).mean()), "ci_low": float(lo), "ci_high": float(hi),
+            "level": 1.0 - alpha, "p_value": float(min(1.0, 2.0 * (far + 1) / (n_boot + 1))), "n_boot": int(n_boot)}
+
+
+def holm(p_values, alpha: float = 0.05) -> dict:
+    """Holm's step-down correction of the p-values of the comparisons one report ranks:
+    ``adjusted`` p-values (in the given order; compare each with ``alpha``) and ``reject``
+    flags, which keep the chance of any false "beats" among them below ``alpha``."""
+    p = np.asarray(p_values, np.float64)
+    m = len(p)
+    if m == 0:
+        return {"adjusted": [], "reject": []}
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return {"adjusted": adjusted.tolist(), "reject": (adjusted <= alpha).tolist()}
+
+
+def bonferroni_alpha(alpha: float, comparisons: int) -> float:
+    """The per-comparison level that keeps ``comparisons`` intervals jointly at ``1 - alpha``."""
+    if int(comparisons) != comparisons or comparisons < 1:
+        raise ValueError(f"comparisons must be a positive integer, got {comparisons!r}")
+    return alpha / comparisons
+
+
+def smallest_detectable_difference(tables: int, p: float = 0.25, alpha: float = 0.05, power: float = 0.8,
+                                   comparisons: int = 1, between_sd: float = 0.0, units: int = 1) -> float:
+    """The smallest win-rate difference a paired comparison of ``tables`` tables detects
+    with probability ``power`` at level ``alpha`` (Bonferroni over ``comparisons``), for
+    a criterion file: ``(z(1 - alpha / 2m) + z(power)) * sd``, with ``sd**2 = 2 p (1 - p) /
+    tables`` (unpaired tables: pairing only helps) ``+ 2 between_sd**2 / units`` (the spread
+    of one unit's win rate over training seeds, when each side has ``units`` of them)."""
+    from scipy.stats import norm
+
+    if tables < 1 or units < 1 or not 0 < p < 1 or not 0 < power < 1:
+        raise ValueError("need tables >= 1, units >= 1 and p, power in (0, 1)")
+    z = norm.ppf(1 - bonferroni_alpha(alpha, comparisons) / 2) + norm.ppf(power)
+    return float(z * math.sqrt(2 * p * (1 - p) / tables + 2 * between_sd ** 2 / units))

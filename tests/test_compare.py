@@ -1,0 +1,192 @@
+"""evals.compare: paired comparisons find a planted difference, see none between equal
+policies, keep their JSON keys and refuse bad input before any work; the statistics
+(`evals.report.stats`: the paired bootstrap, Holm, Bonferroni, the detectable effect)
+on known inputs.
+
+One set of tables serves the planted difference, the equal policies and the command
+(the same policies and sizes: `evals.compare.table_player` compiles them once).
+"""
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax import seeds as S
+from coupjax.env import Env
+from coupjax.policies import make_policy
+from coupjax.policies.pools import SCRIPTED_NAMES
+from evals import compare as C
+from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference
+
+GAMES, SEEDS = 150, [7, S.HELD_OUT_SEEDS[0]]  # pytest keeps the held-out look out of the ledger
+RESAMPLED = "tests.test_compare:honest_resampled"
+
+
+def honest_resampled(env):
+    """``honest`` with its own randomness: the same distribution of play, other draws, so
+    seated where ``honest`` sits it plays other games from the same tables."""
+    bot = make_policy("honest", env)
+
+    def policy(key, state):
+        logits = bot(key, state)
+        a = jax.random.categorical(jax.random.fold_in(key, 12345), logits)
+        return jnp.where(jnp.arange(logits.shape[-1]) == a, 0.0, -jnp.inf)
+
+    return policy
+
+
+@pytest.fixture(scope="module")
+def paired():
+    """honest (A) and, on the same tables, random and honest_resampled (B's two units)."""
+    return C.play_paired(Env(4), ["honest"], ["random", RESAMPLED], GAMES, SEEDS, None, batch=128)
+
+
+def test_a_planted_difference_is_found(paired):
+    (wa, wb), (pa, pb) = paired["wins"], paired["placement"]
+    assert wa.shape == (1, len(SEEDS), GAMES) and wb.shape == (2, len(SEEDS), GAMES)
+    win = paired_bootstrap(wa, wb[:1], n_boot=500)
+    place = paired_bootstrap(pa, pb[:1], n_boot=500)
+    assert win["ci_low"] > 0 and win["p_value"] < 0.05
+    assert place["ci_high"] < 0  # honest places better (lower) than random
+
+
+def test_equal_policies_give_an_interval_that_covers_0(paired):
+    (wa, wb), (pa, pb) = paired["wins"], paired["placement"]
+    equal = wb[1:]
+    assert (wa != equal).any()  # other games on the same tables: a real test, not 0 - 0
+    win = paired_bootstrap(wa, equal, n_boot=500)
+    place = paired_bootstrap(pa, pb[1:], n_boot=500)
+    assert win["ci_low"] <= 0 <= win["ci_high"] and place["ci_low"] <= 0 <= place["ci_high"]
+    assert win["ci_high"] - win["ci_low"] < 0.2
+
+
+def test_a_and_b_meet_the_same_tables(paired):
+    """Pairing: the same deal, seat and opponents at every table, so the results of two
+    equal policies go together table by table (unpaired tables would not correlate)."""
+    wa, equal = paired["wins"][0][0].ravel(), paired["wins"][1][1].ravel()
+    assert np.corrcoef(wa, equal)[0, 1] > 0.2
+
+
+def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path, monkeypatch, capsys):
+    """B names two training-seed units (random and honest_resampled, far apart): the
+    interval counts that spread, much wider than honest vs random alone."""
+    ledger, out = tmp_path / "ledger.jsonl", tmp_path / "cmp.json"
+    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
+    res = C.main(["--a", "honest", "--b", f"random,{RESAMPLED}", "--games", str(GAMES),
+                  "--seeds", *map(str, SEEDS), "--boot", "500", "--comparisons", "3", "--batch", "128",
+                  "--out", str(out)])
+    kept = json.loads(out.read_text())
+    assert {"diff", "ci95_low", "ci95_high", "games", "seeds"} <= set(kept) and kept == json.loads(json.dumps(res))
+    assert kept["games"] == GAMES and kept["seeds"] == SEEDS and kept["tables"] == GAMES * len(SEEDS)
+    assert kept["units_b"] == ["random", RESAMPLED]
+    (wa, wb) = paired["wins"]
+    assert kept["diff"] == pytest.approx(wa.mean() - wb.mean())
+    assert kept["ci95_high"] - kept["ci95_low"] > 0.3  # a unit of B is random, the other honest
+    assert kept["ci_corrected_low"] <= kept["ci95_low"] and kept["ci_corrected_high"] >= kept["ci95_high"]
+    low, high = kept["ci_corrected_low"], kept["ci_corrected_high"]
+    assert kept["verdict"] == ("A beats B" if low > 0 else "B beats A" if high < 0 else "no significant difference")
+    assert kept["verdict"] in capsys.readouterr().out
+    assert [(e["seed"], e["report"]) for e in S.read_ledger(ledger)] == [(SEEDS[1], C.PROG)]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--a", "honest", "--b", "random", "--games", "10", "--seeds", str(min(S.TUNING_SEEDS))], "used to tune"),
+    (["--a", "honest", "--b", "random", "--games", "0"], "must be a positive integer"),
+    (["--a", "honest", "--b", "no_such_policy", "--games", "10"], "no_such_policy"),
+    (["--a", "honest", "--b", "no/such/runs_*", "--games", "10"], "matches nothing"),
+    (["--a", "honest", "--b", "random", "--opponents", "nobody", "--games", "10"], "nobody"),
+    (["--a", "honest", "--b", "random", "--games", "10", "--seeds", "7", "7"], "repeats a seed"),
+    (["--a", "honest", "--b", "best_responses/selfplay_seed0", "--games", "10", "--players", "3"], "table size"),
+    (["--a", "honest", "--b", "random", "--games", "10", "--out", "no/such/folder/x.json"], "no folder"),
+])
+def test_bad_input_is_one_line_and_status_2_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
+    monkeypatch.setattr(C, "compare", lambda *a, **k: pytest.fail("work started on bad input"))
+    with pytest.raises(SystemExit) as err:
+        C.main([*argv, "--seeds", str(S.HELD_OUT_SEEDS[5])] if "--seeds" not in argv else argv)
+    assert err.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith(C.PROG)
+    assert not ledger.exists()  # a run refused is no look at a held-out seed
+
+
+def test_the_other_seats_come_from_the_condition_or_the_opponent_spec():
+    seats, opp, specs = C.condition_tables(400, 4, 7, None)
+    assert specs == list(SCRIPTED_NAMES) and opp.shape == (400, 3) and set(np.unique(seats)) == {0, 1, 2, 3}
+    share = np.bincount(opp.ravel(), minlength=len(specs)) / opp.size
+    assert share[specs.index("aggressive")] > share[specs.index("honest")]  # aggressive_heavy, the default
+    same = C.condition_tables(400, 4, 7, C.DEFAULT_CONDITION)
+    assert np.array_equal(same[0], seats) and np.array_equal(same[1], opp)
+    other = C.condition_tables(400, 4, 7, "honest_heavy")[1]
+    assert (np.bincount(other.ravel(), minlength=5) / other.size)[specs.index("honest")] > 0.3
+    h_seats, h_opp, h_specs = C.condition_tables(400, 4, 7, "belief_ev")
+    assert h_specs == ["belief_ev"] and not h_opp.any() and np.array_equal(h_seats, seats)
+
+
+def test_a_spec_of_several_runs_is_several_units(tmp_path, monkeypatch):
+    for name in ("sp_s2", "sp_s1", "other"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(C, "describe_spec", lambda spec: "path")
+    assert C.expand_spec("sp_s*") == ["sp_s1", "sp_s2"]
+    assert C.expand_spec("sp_s2, other") == ["sp_s2", "other"]
+
+
+# ------------------------------------------------------------------ the statistics
+def test_holm_and_bonferroni_on_known_inputs():
+    out = holm([0.01, 0.04, 0.03, 0.005])
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; kept non-decreasing
+    assert np.allclose(out["adjusted"], [0.03, 0.06, 0.06, 0.02])
+    assert out["reject"] == [True, False, False, True]
+    assert holm([0.5, 0.9])["adjusted"] == [1.0, 1.0] and holm([]) == {"adjusted": [], "reject": []}
+    assert bonferroni_alpha(0.05, 5) == pytest.approx(0.01)
+    with pytest.raises(ValueError):
+        holm([1.5])
+
+
+def test_paired_bootstrap_counts_training_seeds():
+    rng = np.random.default_rng(0)
+    b = (rng.random((1, 4, 400)) < 0.3).astype(float)
+    same = paired_bootstrap(b, b, n_boot=200)
+    assert same["diff"] == same["ci_low"] == same["ci_high"] == 0.0 and same["p_value"] == 1.0
+    shifted = paired_bootstrap(b + 0.1, b, n_boot=200)
+    assert shifted["diff"] == pytest.approx(0.1) and shifted["ci_low"] == pytest.approx(0.1)
+    # three training seeds of A that differ by +-0.2: the interval widens to cover that spread
+    units = np.stack([b[0] + d for d in (-0.2, 0.0, 0.2)])
+    spread = paired_bootstrap(units, b, n_boot=400)
+    assert spread["diff"] == pytest.approx(0.0, abs=1e-12)
+    assert spread["ci_low"] < -0.05 and spread["ci_high"] > 0.05
+    wider = paired_bootstrap(units, b, n_boot=400, alpha=bonferroni_alpha(0.05, 10))
+    assert wider["ci_low"] <= spread["ci_low"] and wider["ci_high"] >= spread["ci_high"]
+    with pytest.raises(ValueError):
+        paired_bootstrap(b, b[:, :2])
+
+
+def test_smallest_detectable_difference():
+    # (1.96 + 0.8416) * sqrt(2 * 0.25 * 0.75 / 10000)
+    assert smallest_detectable_difference(10_000) == pytest.approx(0.01716, abs=1e-4)
+    assert smallest_detectable_difference(10_000, comparisons=3) > smallest_detectable_difference(10_000)
+    assert smallest_detectable_difference(10_000, between_sd=0.05, units=3) > 0.05
+
+
+@pytest.mark.slow
+def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monkeypatch):
+    """Two copies of the shipped best response as B's training runs, found by a glob: both
+    play, and being the same network they win the same tables.  Quick twin:
+    test_a_spec_of_several_runs_is_several_units."""
+    import shutil
+
+    from coupjax.paths import CONFIG_DIR
+
+    for name in ("br_s1", "br_s2"):
+        shutil.copytree(CONFIG_DIR / "best_responses" / "selfplay_seed0", tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    out = C.compare(Env(4), "honest", "br_s*", 40, [7], n_boot=200, batch=64)
+    assert out["units_b"] == ["br_s1", "br_s2"]
+    assert out["per_unit"]["b"]["br_s1"] == out["per_unit"]["b"]["br_s2"]
+    assert out["ci95_low"] <= out["diff"] <= out["ci95_high"]
