@@ -35,13 +35,13 @@ ROUND = [(1, "steal:0"), (None, "all_passed"), (2, "steal:1"), (None, "all_passe
          (None, "all_passed"), (0, "steal:3"), (None, "all_passed")]
 
 
-def _port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _wait(url: str, proc, seconds: float = 180) -> None:
+def wait_until_up(url: str, proc, seconds: float = 180) -> None:
     deadline = time.time() + seconds
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -114,14 +114,14 @@ def screenshots(browser, url: str, out: Path) -> list[Path]:
 def run(rounds: int, warm_rounds: int, chromium: str, shots_dir=None) -> dict:
     from playwright.sync_api import sync_playwright
 
-    port = _port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         proc = subprocess.Popen([sys.executable, "-m", "coupjax", "serve", "--port", str(port), "--games-dir", tmp],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}/"
-            _wait(url + "api/info", proc)
+            wait_until_up(url + "api/info", proc)
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 page = browser.new_page(viewport={"width": 1280, "height": 900})

@@ -75,3 +75,19 @@ def test_cache_clear_removes_only_jax_entries(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "removed 1 compiled functions" in out.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_bench_startup_writes_cold_and_warm_figures(tmp_path):
+    """The startup benchmark's frame (the figures themselves are never asserted): each
+    bench cold from an emptied cache, then warm, with the load beside it, in its JSON."""
+    out = tmp_path / "startup.json"
+    run = subprocess.run([sys.executable, "-m", "evals.bench_startup", "--only", "import", "--out", str(out),
+                          "--cache-dir", str(tmp_path / "cache")], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import json
+
+    figures = json.loads(out.read_text())
+    for phase in ("cold", "warm"):
+        assert figures[phase]["import"] > 0 and len(figures[phase]["import_load"]) == 2
+    assert "cold  import" in run.stdout and "load" in run.stdout
