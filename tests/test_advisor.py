@@ -313,7 +313,8 @@ def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
 def test_advisor_seat_table_is_the_arenas(tmp_path):
     """--seat-table: each pool policy and each belief_ev alpha variant in one seat of the
     same tables against the pool (`coupjax.arena.play_tables`, the variants built).
-    About 40 s on 2 CPU cores: the table compiles belief_ev twice."""
+    About 40 s on 2 CPU cores: the table compiles belief_ev twice.
+    Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import OPPONENTS
     from evals import advisor_quality as AQ
 

@@ -299,7 +299,8 @@ def test_handshake_failures_forfeit_every_decision(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_hundred_match_tournament(tmp_path, export_dir):
     """The 100-match tournament of the issue: two example bots, belief_ev, an export and
-    the misbehaving bots; no match lost, every forfeit logged with its reason."""
+    the misbehaving bots; no match lost, every forfeit logged with its reason.
+    Quick twin: test_quick_tournament_through_the_command."""
     entrants = [parse_policy("belief_ev"), parse_policy(f"tiny={export_dir}")]
     entrants += [parse_bot(f"{n}={c}") for n, c in good_bots().items()]
     entrants += [parse_bot(f"{n}={c}") for n, (c, _) in MISBEHAVING.items()]

@@ -93,7 +93,8 @@ def test_fresh_run_dirs_never_collide(tmp_path):
 
 @pytest.mark.slow
 def test_main_job_runs_twice_and_evaluates(tmp_path):
-    """`make run` twice in a row: two runs, two seat tables (a subprocess, as a user runs it)."""
+    """`make run` twice in a row: two runs, two seat tables (a subprocess, as a user runs it).
+    Quick twins: test_driver_runs_resumes_and_logs, test_fresh_run_dirs_never_collide."""
     env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
     for _ in range(2):
         res = subprocess.run([sys.executable, "-m", "coupjax", *TINY], cwd=tmp_path, env=env, capture_output=True,

@@ -178,7 +178,8 @@ def test_smallest_detectable_difference():
 def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monkeypatch):
     """Two copies of the shipped best response as B's training runs, found by a glob: both
     play, and being the same network they win the same tables.  Quick twin:
-    test_a_spec_of_several_runs_is_several_units."""
+    test_a_spec_of_several_runs_is_several_units.
+    Quick twin: test_a_spec_of_several_runs_is_several_units."""
     import shutil
 
     from coupjax.paths import CONFIG_DIR

@@ -72,9 +72,16 @@ def test_scramble_changes_what_is_unseen_and_nothing_else(positions4):
     np.testing.assert_array_equal(np.asarray(states.legal_action_mask), np.asarray(scrambled.legal_action_mask))
 
 
-# selfplay_search needs a run directory (selfplay_search:DIR): tests/test_selfplay_search.py checks it
-@pytest.mark.parametrize("name", [n for n in P.policy_names() if n != "selfplay_search"])
+# selfplay_search needs a run directory (selfplay_search:DIR): tests/test_selfplay_search.py checks it.
+# The search policies at their full default budget compile for minutes on 2 cores: slow tier.
+SEARCH_MODES = ("thompson", "expected", "regularized")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SEARCH_MODES else n
+                                  for n in P.policy_names() if n != "selfplay_search"])
 def test_registered_policy_passes_check_policy(env, positions4, name):
+    """Every registered policy at its default settings.  Quick twin of the search modes:
+    test_search_with_other_options_passes_check_policy (each mode at a small budget)."""
     states, scrambled = positions4
     report = testing.check_policy(P.make_policy(name, env), env, states, scrambled)
     assert report["positions"] == 256 and len(report["phases"]) == R.NUM_PHASES

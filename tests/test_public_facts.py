@@ -180,6 +180,7 @@ def test_sampled_worlds_respect_public_facts():
 @pytest.mark.slow
 @pytest.mark.parametrize("num_players", [2, 3, 4, 5, 6])
 def test_sampled_worlds_respect_public_facts_many_games(num_players, request):
+    """Quick twin: test_sampled_worlds_respect_public_facts."""
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("slow: select with -m slow")
     parts = [audit(num_players, 250, seed=100 * num_players + b, steps=300) for b in range(4)]  # 1000 matches

@@ -163,6 +163,7 @@ def test_micro_report_rows_match_replayed_games(micro):
 
 @pytest.mark.slow
 def test_seat_table_rows_match_replayed_games(report):
+    """Quick twin: test_micro_report_rows_match_replayed_games."""
     check_seat_rows(TINY, report[2])
 
 
@@ -186,6 +187,7 @@ def test_micro_report_files_and_resume(micro):
 
 @pytest.mark.slow
 def test_advisor_counts_match_the_recorded_claims(report):
+    """Quick twin: test_advisor_quality_small_run."""
     _, out, rep = report
     for cond in TINY["conditions"]:
         z = [np.load(out / "cells" / f"advisor__{cond}__s{s}.npz") for s in TINY["seeds"]]
@@ -213,6 +215,7 @@ def test_advisor_counts_match_the_recorded_claims(report):
 
 @pytest.mark.slow
 def test_report_files_tables_and_resume(report, tmp_path):
+    """Quick twin: test_micro_report_files_and_resume."""
     cfg, out, rep = report
     for name in ("report.md", "report.json", "config.yaml", "meta.json"):
         assert (out / name).is_file()
@@ -242,6 +245,7 @@ def test_report_files_tables_and_resume(report, tmp_path):
 
 @pytest.mark.slow
 def test_interrupted_report_resumes_only_missing_cells(report, tmp_path):
+    """Quick twin: test_micro_report_files_and_resume."""
     cfg, out, _ = report
     part = tmp_path / "part"
     (part / "cells").mkdir(parents=True)
@@ -292,6 +296,7 @@ def test_the_default_config_loads():
 # ------------------------------------------------------------------ scenarios
 @pytest.mark.slow
 def test_scenarios_build_and_hard_facts_are_challenged():
+    """Quick twins: test_advisor_calls_a_disproven_claim_impossible, test_three_copies_accounted_for_is_impossible."""
     built = SC.build_all()
     assert len(built) >= 30
     for s, m in built:
@@ -310,6 +315,7 @@ def test_scenarios_build_and_hard_facts_are_challenged():
 # ------------------------------------------------------------------ belief_ev's shared posterior
 @pytest.mark.slow
 def test_shared_posterior_changes_nothing():
+    """Quick twin: test_exact_posterior_matches_brute_force."""
     env = Env(N)
     run = arena.make_table_runner(env, [make_policy("bluffer", env), make_policy("aggressive", env)])
     idx = jnp.asarray(np.random.default_rng(1).integers(0, 2, (48, N)), jnp.int32)
@@ -333,6 +339,7 @@ def test_shared_posterior_changes_nothing():
 # ------------------------------------------------------------------ the faster loops give the same games
 @pytest.mark.slow
 def test_queue_runner_plays_the_same_games_as_the_table_runner():
+    """Quick twin: test_micro_report_rows_match_replayed_games."""
     env = Env(N)
     pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
     G = 96
@@ -350,6 +357,7 @@ def test_queue_runner_plays_the_same_games_as_the_table_runner():
 
 @pytest.mark.slow
 def test_queue_recorder_records_the_same_claims():
+    """Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import SCRIPTED_NAMES
     from evals.advisor.record import QueueRecorder, make_recorder, play_condition
 
@@ -386,7 +394,8 @@ np.savez(sys.argv[1], placement=np.asarray(out["placement"]), steps=np.asarray(o
 @pytest.mark.slow
 def test_two_devices_play_the_same_games(tmp_path):
     """The queue runner and the claim recorder split over two host devices (as the report
-    runs on a 2-core CPU) give one device's games and claims; padding games are never played."""
+    runs on a 2-core CPU) give one device's games and claims; padding games are never played.
+    Quick twin: test_multi_device_step_matches_one_device."""
     import os
     import subprocess
     import sys

@@ -161,7 +161,8 @@ def test_belief_loss_falls(setup, chunks):
 
 @pytest.mark.slow
 def test_pure_train_equals_chunked(setup, chunks):
-    """The whole run as one jitted function (a second compile: slow)."""
+    """The whole run as one jitted function (a second compile: slow).
+    Quick twin: test_resume_gives_the_identical_next_chunk."""
     _, _, rs2, (_, m2) = chunks
     rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))
     assert metrics["win_rate"].shape == (setup.config.num_chunks, setup.config.num_seeds)
@@ -261,7 +262,8 @@ def test_psro_config_is_selfplay_cpu_run_twice_with_its_best_response():
 
 @pytest.mark.slow
 def test_gpu_config_smoke_on_cpu(tmp_path):
-    """configs/selfplay_gpu.yaml as it is, cut to one chunk of one update, on this CPU."""
+    """configs/selfplay_gpu.yaml as it is, cut to one chunk of one update, on this CPU.
+    Quick twin: test_chunks_train_every_seed_and_league."""
     env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
     cmd = [sys.executable, "-m", "training.train", "--config", str(ROOT / "configs" / "selfplay_gpu.yaml"),
            "--run-dir", str(tmp_path / "gpu"), "--no-wandb", "--quiet", "--set", "num_chunks=1",

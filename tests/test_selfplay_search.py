@@ -104,7 +104,8 @@ def _holds(worlds, seat_rel, role):
 @pytest.mark.slow
 def test_learned_worlds_keep_the_facts_and_follow_the_belief(env, positions):
     """A belief sure that opponent 1 holds role r (where it may) moves the sampled worlds
-    there; every world still holds 3 copies of each role with the visible cards."""
+    there; every world still holds 3 copies of each role with the visible cards.
+    Quick twin: test_sampled_worlds_respect_public_facts."""
     states, _ = positions
     K = 64
     hidden = np.asarray(jax.jit(jax.vmap(lambda o: parse(o, 4).hidden))(states.observation))
@@ -133,6 +134,7 @@ def test_learned_worlds_keep_the_facts_and_follow_the_belief(env, positions):
 @pytest.mark.parametrize("options", ["", "belief=learned", "mode=expected,value=heuristic,num_worlds=2",
                                      "mode=thompson,num_worlds=3,tau=0.5"])
 def test_selfplay_search_variants_pass_check_policy(env, run, options):
+    """Quick twin: test_selfplay_search_passes_check_policy."""
     spec = f"selfplay_search:{run}" + (f",{options}" if options else "")
     states = testing.sample_positions(env, 64, 2)
     testing.check_policy(resolve_policy(spec, env), env, states, testing.scramble_positions(states, 3))

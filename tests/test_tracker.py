@@ -178,7 +178,8 @@ def test_one_game_with_every_kind_of_step():
 @pytest.mark.slow
 def test_thousands_of_games(monkeypatch):
     """Thousands of games (``COUPJAX_TRACKER_GAMES``, default 3000), every table size and
-    seat; prints the cost per entry, the world search's share and its work."""
+    seat; prints the cost per entry, the world search's share and its work.
+    Quick twin: test_one_game_with_every_kind_of_step."""
     count = int(os.environ.get("COUPJAX_TRACKER_GAMES", "3000"))
     nodes, search_ms = [], []
     original = W.find_world

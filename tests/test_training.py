@@ -358,6 +358,7 @@ def test_bc_validation_holds_out_whole_games():
 
 @pytest.mark.slow
 def test_bc_collect_fit_export_load(tmp_path, request):
+    """Quick twins: test_bc_collect_numbers_games, test_bc_validation_holds_out_whole_games."""
     _skip_unless_selected(request)
     from training.bc import run_bc
 
@@ -379,6 +380,7 @@ def test_bc_collect_fit_export_load(tmp_path, request):
 
 @pytest.mark.slow
 def test_pure_train_equals_chunked(setup, two_chunks, request):
+    """Quick twin: test_resume_equals_uninterrupted."""
     _skip_unless_selected(request)
     _, _, rs2, _ = two_chunks
     rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))

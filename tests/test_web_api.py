@@ -231,7 +231,8 @@ def test_upload_and_replay_a_seat_record(client, games_dir):
 @pytest.mark.slow
 def test_page_advice_with_search_is_the_trackers(games_dir):
     """With the search (it compiles for a minute on a CPU): the whole advice, values and
-    standard errors included, equals `Tracker.advice` with the same key."""
+    standard errors included, equals `Tracker.advice` with the same key.
+    Quick twin: test_page_advice_is_the_trackers."""
     client = TestClient(create_app(games_dir, token=None, search=True))
     g = new_game(client, hand=["duke", "captain"], first=1)
     entries = [{"seat": 1, "action": "tax"}, {"action": "all_passed"}, {"seat": 2, "action": "steal:0"},

@@ -78,6 +78,7 @@ def check_record(server, gid, m):
 
 
 def test_whole_advised_game_with_warning_undo_restart_and_replay(server, browser):
+    """Quick twin: test_taps_a_warning_corrected_advice_undo_and_reload."""
     page = open_page(browser, server.url, DESKTOP)
     gid, m = play_whole_game(page, server, seed=11, restart_at=9, undo_at=6)
     check_record(server, gid, m)
@@ -98,6 +99,7 @@ def test_whole_advised_game_with_warning_undo_restart_and_replay(server, browser
 
 
 def test_practice_match_to_the_end(server, browser):
+    """Quick twin: test_practice_to_the_end_and_its_replay."""
     page = open_page(browser, server.url, DESKTOP)
     page.select_option("#p-policy", "random")
     page.click("#start-practice")
@@ -117,6 +119,7 @@ def test_practice_match_to_the_end(server, browser):
 
 
 def test_whole_game_on_a_phone(server, browser):
+    """Quick twin: test_taps_a_warning_corrected_advice_undo_and_reload."""
     page = open_page(browser, server.url, PHONE)
     gid, m = play_whole_game(page, server, seed=5)
     check_record(server, gid, m)
