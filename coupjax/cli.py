@@ -18,6 +18,9 @@ programs speaking the bot protocol (docs/bot-protocol.md) and our policies
 beliefs and the advice at that seat's decisions; a bad line is reported with its line
 number after the valid steps before it, with exit status 1.
 
+``python -m coupjax policies``: every registered policy, one per line with its one-line
+doc: the names ``--policy``, the page's practice and the adapters accept.
+
 ``python -m coupjax cache info|clear``: where the persistent compilation cache is and how
 big (`coupjax.compile_cache`; every command uses it), or empty it.
 
@@ -41,9 +44,9 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
+from coupjax import console as output
 from coupjax.args import Parser, fail, positive_int, rate, report_seed, require_extra, seconds
 from coupjax.seeds import REPORT_SEED
 
@@ -53,7 +56,7 @@ PROG = "coupjax"
 def _simulate(args) -> None:
     from coupjax.simulate import simulate
 
-    console = Console()
+    console = output.console()
     with console.status(f"simulating {args.games:,} random {args.players}-player matches (compiling first)..."):
         figures = simulate(args.players, args.games, args.seed)
     table = Table(title="coupjax batched simulation (uniform random legal play)")
@@ -100,15 +103,13 @@ def _train_and_evaluate(args) -> None:
     from coupjax.devices import use_host_cores
 
     use_host_cores(args.host_devices)  # before JAX starts: the training step shards its games over them
-    from rich.progress import Progress
-
     from coupjax.arena import play_tables
     from coupjax.env import Env
     from coupjax.policies.pools import OPPONENTS
     from evals.seat_table import render_table
     from training.train import run_training
 
-    console = Console()
+    console = output.console()
     console.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} ({cfg.algo}) into "
                   f"{run_dir} ({cfg.num_chunks} chunks x {cfg.updates_per_chunk} updates, {cfg.num_envs} games in "
                   f"parallel)")
@@ -120,7 +121,7 @@ def _train_and_evaluate(args) -> None:
     console.print(f"[bold]evaluating[/bold] {args.games:,} seeded {cfg.num_players}-player tables per policy "
                   f"(the other seats drawn from {', '.join(OPPONENTS)}), seed {args.seed}")
     t0 = time.time()
-    with Progress(console=console, transient=True) as progress:
+    with output.progress(to=output.console(stderr=True), transient=True) as progress:
         rows = play_tables(Env(cfg.num_players), specs, args.games, args.seed, progress=progress)
     console.print(render_table(rows, f"seat table: {args.games:,} tables per policy, seed {args.seed} "
                                      f"({seconds(time.time() - t0)})", labels={str(run_dir): "trained"}))
@@ -157,15 +158,13 @@ def _prepare_arena(args):
 
 
 def _arena(args) -> None:
-    from rich.progress import Progress
-
     from coupjax.botarena import results_table
 
     arena = _prepare_arena(args)
-    console = Console()
+    console = output.console()
     with console.status("compiling the engine and the policies..."):
         arena.warm_up()
-    with Progress(console=console, transient=True) as progress:
+    with output.progress(to=output.console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{args.matches} matches", total=args.matches)
         report = arena.play(args.matches, args.concurrency, on_match=lambda _: progress.advance(task))
     arena.close()
@@ -189,7 +188,7 @@ def _replay(args) -> None:
         fail(PROG, f"argument --seat: seat {seat} is not at this {game.num_players}-player table")
     if game.seat is not None and seat != game.seat:
         fail(PROG, f"argument --seat: {args.file} is a seat record of seat {game.seat}: it shows only that seat")
-    console = Console()
+    console = output.console()
     for step in range(len(game.states)):
         fr = frame(game, step, seat, use_search=not args.no_search)
         if args.json:
@@ -224,6 +223,22 @@ def _serve(args) -> None:
     if not games_dir.is_dir():
         fail(PROG, f"argument --games-dir: {games_dir} is not a directory")
     serve(args.host, args.port, games_dir, search=not args.no_search, warm=not args.no_warm_up)
+
+
+def first_sentence(text: str) -> str:
+    """The doc's first sentence, on one line."""
+    first = " ".join(text.split()).split(". ", 1)[0]
+    return first if first.endswith(".") else first + "."
+
+
+def _policies(args) -> None:
+    from coupjax.policies import describe_policies
+
+    docs = describe_policies()
+    width = max(map(len, docs))
+    for name, doc in docs.items():
+        print(f"{name:<{width}}  {first_sentence(doc)}")
+    print("Also: a run or export directory (python -m training.train writes one), and module:function.")
 
 
 def _cache(args) -> None:
@@ -300,6 +315,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                        ("arena", "matches between bot programs and our policies"),
                        ("replay", "every step of a saved game (a match or a seat record) with beliefs and advice"),
                        ("serve", "the player's page: advice at a real table, replay and practice in a browser"),
+                       ("policies", "every registered policy with its one-line doc (the names --policy takes)"),
                        ("cache", "the persistent compilation cache: where it is and how big (info), or empty it")):
         p = sub.add_parser(name, help=text)
         if name == "replay":
@@ -309,7 +325,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         _add_options(p, top=False)
     args = parser.parse_args(argv)
     args.command = args.command or "train"
-    if args.command in ("replay", "serve", "cache"):
+    if args.command in ("replay", "serve", "cache", "policies"):
         return args
     if args.command == "simulate":
         args.games = 4096 if args.games is None else args.games
@@ -336,6 +352,8 @@ def main(argv=None) -> None:
         _serve(args)
     elif args.command == "cache":
         _cache(args)
+    elif args.command == "policies":
+        _policies(args)
     else:
         _train_and_evaluate(args)
 

@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import Progress
 from rich.table import Table
 
 from coupjax.arena import play_tables
+from coupjax import console as output
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
@@ -60,12 +59,11 @@ def main(argv=None) -> dict:
             describe_spec(spec)
         except PolicySpecError as err:
             fail(prog, err)
-    console = Console(stderr=True)
-    with Progress(console=console, transient=True) as progress:
+    with output.progress(transient=True) as progress:
         results = play_tables(env, args.policy, args.games, args.seed, opponents=args.opponents,
                               chunk=args.chunk, progress=progress)
     against = f"3 x {args.opponents}" if args.opponents else "opponents from the pool"
-    Console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
+    output.console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
                                           f"seed {args.seed}"))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -65,12 +65,13 @@ def log_metrics(wb, metrics: dict, step: int):
 
 
 def progress_bar(total: int, done: int, quiet: bool):
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                               TimeRemainingColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    prog = Progress(TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet, transient=False)
-    task = prog.add_task("train", total=total, completed=done, info="compiling")
+    from coupjax.console import progress
+
+    prog = progress(TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TimeRemainingColumn(), TextColumn("{task.fields[info]}"), disable=quiet)
+    task = prog.add_task("chunks", total=total, completed=done, info="compiling")
     return prog, task
 
 
