@@ -57,13 +57,13 @@ def _functions(num_players: int):
 class CoupAECEnv(AECEnv):
     """Coup for ``num_players`` seats as a PettingZoo AEC environment (module doc)."""
 
-    metadata = {"name": "coup_v1", "render_modes": ["ansi"], "is_parallelizable": False}
+    metadata = {"name": "coup_v1", "render_modes": ["ansi", "human"], "is_parallelizable": False}
 
     def __init__(self, num_players: int = 4, render_mode: str | None = None):
         super().__init__()
         n = R.check_num_players(num_players)
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.num_players, self.render_mode = n, render_mode
         env = compiled(n)[0]
         self.num_actions, obs_size = env.num_actions, env.observation_shape[0]
@@ -152,13 +152,19 @@ class CoupAECEnv(AECEnv):
         return [int(s) for s in jax.device_get(board.placements(self._state))] if self._done else None
 
     def render(self):
+        """The table from the seat to move, as text: returned (``ansi``) or printed on
+        stdout (``human``, as PettingZoo's classic card games do), else None with a warning."""
         if self.render_mode is None:
             logger.warn("render() called without render_mode; use coupjax.pettingzoo.env(render_mode='ansi')")
             return None
         seat = self._current
         obs = readable(self._observe(self._state, np.int32(seat)), seat, self.num_players)
         text = table_text(obs, None if self._done else seat, self.possible_agents)
-        return text + (f"\nover: placements {self.placements}" if self._done else "")
+        text += f"\nover: placements {self.placements}" if self._done else ""
+        if self.render_mode == "human":
+            print(text, flush=True)
+            return None
+        return text
 
     def close(self) -> None:
         pass
