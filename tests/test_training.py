@@ -246,11 +246,11 @@ def test_config_errors_name_the_key(tmp_path):
 
 # ------------------------------------------------------------------ W&B
 def test_wandb_offline_run_writes_files(setup, tmp_path, monkeypatch):
-    from training.train import run_dqn
+    from training.train import run_training
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wb"))
-    summary = run_dqn(setup.config, tmp_path / "run", setup=setup, quiet=True)
+    summary = run_training(setup.config, tmp_path / "run", setup=setup, quiet=True)
     files = [p for p in (tmp_path / "wb").rglob("*") if p.is_file()]
     assert any(p.suffix == ".wandb" for p in files), files
     assert (tmp_path / "run" / "export" / "policy.json").is_file()
@@ -295,14 +295,14 @@ def test_multi_device_step_matches_one_device():
 
 def test_cli_resume_after_interruption_matches(setup, tmp_path):
     from coupjax.inference import read_export
-    from training.train import run_dqn
+    from training.train import run_training
 
-    run_dqn(setup.config, tmp_path / "straight", use_wandb=False, setup=setup, quiet=True)
-    first = run_dqn(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True, stop_after=1)
+    run_training(setup.config, tmp_path / "straight", use_wandb=False, setup=setup, quiet=True)
+    first = run_training(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True, stop_after=1)
     assert first["chunks_done"] == 1 and not (tmp_path / "split" / "export").exists()
     with pytest.raises(ValueError, match="--resume"):
-        run_dqn(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True)
-    run_dqn(setup.config, tmp_path / "split", resume=True, use_wandb=False, setup=setup, quiet=True)
+        run_training(setup.config, tmp_path / "split", use_wandb=False, setup=setup, quiet=True)
+    run_training(setup.config, tmp_path / "split", resume=True, use_wandb=False, setup=setup, quiet=True)
     assert _same(read_export(tmp_path / "straight")[1], read_export(tmp_path / "split")[1])
 
 

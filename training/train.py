@@ -183,9 +183,6 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     return summary
 
 
-run_dqn = run_training  # the driver's earlier name
-
-
 # ------------------------------------------------------------------ CLI
 def parse_args(argv=None):
     ap = Parser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
