@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MAX_README_LINES = 200
 RUNNABLE = "runnable"
-LANGUAGES = {"python": [sys.executable, "-"], "bash": ["bash", "-e", "-s"]}
+LANGUAGES = {"python": ([sys.executable], ".py"), "bash": (["bash", "-e"], ".sh")}
 # A hang guard, not a speed requirement: blocks are kept to tens of seconds by their sizes.
 TIMEOUT_S = 600
 MAP_HEADING = "## What is where"
@@ -86,9 +86,20 @@ def test_there_are_runnable_blocks():
 @pytest.mark.parametrize("language,code", _runnable_blocks())
 def test_runnable_block_runs(language, code, tmp_path):
     assert language in LANGUAGES, f"a runnable block must be one of {sorted(LANGUAGES)}, not {language!r}"
+    # `python` in a bash block is this interpreter, as in an activated environment.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python"  # a script, not a link: a venv's interpreter finds its packages by its own path
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               WANDB_MODE="offline")
-    out = subprocess.run(LANGUAGES[language], input=code, cwd=_checkout_like(tmp_path), env=env,
+               PATH=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]), WANDB_MODE="offline")
+    command, suffix = LANGUAGES[language]
+    snippet = tmp_path / f"snippet{suffix}"  # a file, not stdin: a command in the block may read stdin
+    snippet.write_text(code)
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    out = subprocess.run([*command, str(snippet)], cwd=_checkout_like(cwd), env=env, stdin=subprocess.DEVNULL,
                          capture_output=True, text=True, timeout=TIMEOUT_S)
     assert out.returncode == 0, f"exit {out.returncode}\n--- stdout\n{out.stdout[-3000:]}\n--- stderr\n{out.stderr[-3000:]}"
 
