@@ -10,6 +10,10 @@ top-level entry of the repository is linked (so ``configs/``, ``examples/`` and
 in the temporary directory), with the repository first on ``PYTHONPATH`` and W&B
 offline.  Python snippets run under ``sys.executable``, bash snippets under ``bash -e``.
 A snippet is self-contained: it may not rely on files an earlier snippet wrote.
+
+A block whose info string also says ``slow`` (a whole training run, even at tiny sizes)
+runs in the slow tier; the quick twins of its commands are the tiny runs of
+tests/test_training.py and the option checks of tests/test_cli.py.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MAX_README_LINES = 200
 RUNNABLE = "runnable"
+SLOW = "slow"
 LANGUAGES = {"python": ([sys.executable], ".py"), "bash": (["bash", "-e"], ".sh")}
 # A hang guard, not a speed requirement: blocks are kept to tens of seconds by their sizes.
 TIMEOUT_S = 600
@@ -63,7 +68,8 @@ def _runnable_blocks():
         for line, info, code in _fences(page.read_text()):
             words = info.split()
             if RUNNABLE in words[1:]:
-                blocks.append(pytest.param(words[0], code, id=f"{page.relative_to(ROOT)}:{line}"))
+                marks = [pytest.mark.slow] if SLOW in words[1:] else []
+                blocks.append(pytest.param(words[0], code, id=f"{page.relative_to(ROOT)}:{line}", marks=marks))
     return blocks
 
 
