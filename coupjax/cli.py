@@ -10,7 +10,7 @@ to ``RUN_DIR/seat_table.json``.
 ``python -m coupjax simulate``: batched uniform-random self-play with its figures.
 
 ``python -m coupjax arena --bot NAME=COMMAND ... --policy SPEC ...``: matches between
-programs speaking the bot protocol (docs/bot-protocol.md) and our policies
+programs speaking the bot protocol (docs/bots.md) and our policies
 (`coupjax.botarena`), results to ``--out`` and each match beside it.
 
 ``python -m coupjax replay FILE.jsonl [--seat N] [--json]``: every step of a saved game
@@ -284,7 +284,7 @@ def _add_options(p, top: bool) -> None:
     p.add_argument("--out", default=d(None), help="simulate: also write the figures as JSON here; arena: the "
                    "results (default arena/results.json; matches and logs go to the same path without .json)")
     p.add_argument("--bot", action="append", default=d([]), metavar="NAME=COMMAND",
-                   help="arena: a program speaking docs/bot-protocol.md on stdin/stdout")
+                   help="arena: a program speaking docs/bots.md on stdin/stdout")
     p.add_argument("--policy", action="append", default=d([]), metavar="[NAME=]SPEC",
                    help="arena: one of our policies (registered name, run or export directory, module:function)")
     p.add_argument("--matches", type=positive_int, default=d(100), help="arena: matches to play (default 100)")

@@ -1,6 +1,6 @@
 """The bot arena: external programs and our policies at the same tables.
 
-protocol    the JSON-lines messages and the checks of a bot's replies (docs/bot-protocol.md)
+protocol    the JSON-lines messages and the checks of a bot's replies (docs/bots.md)
 process     one bot seat: a subprocess with timeouts, its stderr in a log file
 tournament  seating, concurrent matches, forfeits with reasons, the results (`Arena`)
 

@@ -1,4 +1,4 @@
-"""The bot protocol's messages: JSON lines over a bot's stdin and stdout (docs/bot-protocol.md).
+"""The bot protocol's messages: JSON lines over a bot's stdin and stdout (docs/bots.md).
 
 The arena (`coupjax.botarena.tournament`) builds each message from the engine's own
 readers (the one event schema `coupjax.events.event_to_dict`, the one observation

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // A Coup bot in Node.js (no packages) for `coupjax arena`: a uniformly random legal
 // action, except that it never challenges.  It speaks the JSON-lines protocol of
-// docs/bot-protocol.md on stdin/stdout and logs to stderr (the arena saves it).
+// docs/bots.md on stdin/stdout and logs to stderr (the arena saves it).
 //
 //   python -m coupjax arena --bot rnd="node examples/bots/random_bot.js" --policy belief_ev ...
 "use strict";

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A Coup bot in plain Python (standard library only) for `coupjax arena`.
 
-It speaks the JSON-lines protocol of docs/bot-protocol.md on stdin/stdout and logs to
+It speaks the JSON-lines protocol of docs/bots.md on stdin/stdout and logs to
 stderr (the arena saves it).  Its play: coup when it can, claim only roles it holds,
 block with roles it holds, and challenge only a claim it can prove false (every copy
 of the role is in sight: revealed on the table or in its own hand).

@@ -1,0 +1,217 @@
+"""The docs are part of the product: every snippet marked runnable runs, every relative
+link resolves, and the README stays short with a map that is complete and agrees with
+the import contracts.
+
+A snippet is runnable when its fence's info string is ``python runnable`` or ``bash
+runnable`` (the first word keeps the highlighting).  Each runs as a user who copied it
+at the root of a checkout would run it: in a fresh temporary directory into which every
+top-level entry of the repository is linked (so ``configs/``, ``examples/`` and
+``evals/reference/`` mean what they mean at the root, and what the snippet writes lands
+in the temporary directory), with the repository first on ``PYTHONPATH`` and W&B
+offline.  Python snippets run under ``sys.executable``, bash snippets under ``bash -e``.
+A snippet is self-contained: it may not rely on files an earlier snippet wrote.
+
+A block whose info string also says ``slow`` (a whole training run, even at tiny sizes)
+runs in the slow tier; the quick twins of its commands are the tiny runs of
+tests/test_training.py and the option checks of tests/test_cli.py.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+MAX_README_LINES = 200
+RUNNABLE = "runnable"
+SLOW = "slow"
+LANGUAGES = {"python": ([sys.executable], ".py"), "bash": (["bash", "-e"], ".sh")}
+# A hang guard, not a speed requirement: blocks are kept to tens of seconds by their sizes.
+TIMEOUT_S = 600
+MAP_HEADING = "## What is where"
+PACKAGES = ("coupjax", "training", "evals")
+
+
+def _pages() -> list[Path]:
+    docs = ROOT / "docs"
+    return [README, *sorted(docs.glob("*.md")), *sorted((docs / "experiments").glob("*.md"))]
+
+
+def _fences(text: str):
+    """(line number, info string, code) of every fenced block (``` or ~~~, any length)."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^( {0,3})(`{3,}|~{3,})(.*)$", lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info, start = m.group(2), m.group(3).strip(), i
+        body = []
+        i += 1
+        while i < len(lines) and not re.match(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}\s*$", lines[i]):
+            body.append(lines[i])
+            i += 1
+        yield start + 1, info, "\n".join(body) + "\n"
+        i += 1
+
+
+def _runnable_blocks():
+    blocks = []
+    for page in _pages():
+        for line, info, code in _fences(page.read_text()):
+            words = info.split()
+            if RUNNABLE in words[1:]:
+                marks = [pytest.mark.slow] if SLOW in words[1:] else []
+                blocks.append(pytest.param(words[0], code, id=f"{page.relative_to(ROOT)}:{line}", marks=marks))
+    return blocks
+
+
+def _checkout_like(tmp: Path) -> Path:
+    """A working directory that reads like the repository's root and writes elsewhere."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    top = sorted({p.split("/")[0] for p in tracked}) or [p.name for p in ROOT.iterdir() if not p.name.startswith(".")]
+    for name in top:
+        if (ROOT / name).exists():
+            (tmp / name).symlink_to(ROOT / name)
+    return tmp
+
+
+def test_there_are_runnable_blocks():
+    ids = [b.id for b in _runnable_blocks()]
+    assert any(i.startswith("README.md:") for i in ids), "the README's example should be marked runnable"
+    assert len(ids) >= 5, ids
+
+
+@pytest.mark.parametrize("language,code", _runnable_blocks())
+def test_runnable_block_runs(language, code, tmp_path):
+    assert language in LANGUAGES, f"a runnable block must be one of {sorted(LANGUAGES)}, not {language!r}"
+    # `python` in a bash block is this interpreter, as in an activated environment.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "python"  # a script, not a link: a venv's interpreter finds its packages by its own path
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               PATH=os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]), WANDB_MODE="offline")
+    command, suffix = LANGUAGES[language]
+    snippet = tmp_path / f"snippet{suffix}"  # a file, not stdin: a command in the block may read stdin
+    snippet.write_text(code)
+    cwd = tmp_path / "checkout"
+    cwd.mkdir()
+    out = subprocess.run([*command, str(snippet)], cwd=_checkout_like(cwd), env=env, stdin=subprocess.DEVNULL,
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert out.returncode == 0, f"exit {out.returncode}\n--- stdout\n{out.stdout[-3000:]}\n--- stderr\n{out.stderr[-3000:]}"
+
+
+def test_the_block_finder_sees_only_marked_fences():
+    page = "a\n```python runnable\nprint(1)\n```\n```python\nprint(2)\n```\n````bash runnable\necho 3\n````\n"
+    assert [(info, code) for _, info, code in _fences(page)] == [
+        ("python runnable", "print(1)\n"), ("python", "print(2)\n"), ("bash runnable", "echo 3\n")]
+
+
+def test_readme_stays_short():
+    n = len(README.read_text().splitlines())
+    assert n <= MAX_README_LINES, f"README.md has {n} lines (at most {MAX_README_LINES}): move detail into docs/"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to dashes."""
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = page.read_text()
+    code = {n for line, _, body in _fences(text) for n in range(line, line + body.count("\n") + 2)}
+    return {_slug(m.group(1)) for n, row in enumerate(text.splitlines(), 1)
+            if n not in code and (m := re.match(r"^#{1,6}\s+(.*?)\s*#*$", row))}
+
+
+def _links(page: Path):
+    """(line, target) of every inline link and image outside code blocks and code spans."""
+    text = page.read_text()
+    code = {n for line, _, body in _fences(text) for n in range(line, line + body.count("\n") + 2)}
+    for n, row in enumerate(text.splitlines(), 1):
+        if n in code:
+            continue
+        row = re.sub(r"`[^`]*`", "", row)
+        for m in re.finditer(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)", row):
+            yield n, m.group(1)
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page):
+    broken = []
+    for line, target in _links(page):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto: ...
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(f"{page.relative_to(ROOT)}:{line}: {target} (no such file)")
+        elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+            broken.append(f"{page.relative_to(ROOT)}:{line}: {target} (no heading #{anchor})")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def _map_paths() -> list[str]:
+    """The paths the README's map names, in order: the backticked paths in the first
+    column of the tables under its heading."""
+    text = README.read_text()
+    assert MAP_HEADING in text, f"the README should have a map under {MAP_HEADING!r}"
+    section = text.split(MAP_HEADING, 1)[1].split("\n## ", 1)[0]
+    cells = [row.split("|")[1] for row in section.splitlines() if row.startswith("|")]
+    return [p for cell in cells for p in re.findall(r"`([^`\s]+)`", cell)]
+
+
+def _expected_map_entries() -> list[str]:
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    entries = {p.split("/")[0] + "/" for p in tracked if "/" in p}
+    for package in PACKAGES:
+        for p in tracked:
+            parts = p.split("/")
+            if parts[0] != package or len(parts) < 2 or parts[1] == "__init__.py":
+                continue
+            entries.add(f"{package}/{parts[1]}" + ("/" if len(parts) > 2 else ""))
+    return sorted(entries)
+
+
+def test_the_readme_map_is_complete():
+    named = set(_map_paths())
+    missing = [e for e in _expected_map_entries() if e not in named]
+    assert not missing, f"README.md's map ({MAP_HEADING!r}) should name: {missing}"
+
+
+def _layers() -> list[list[str]]:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    return [[m.strip() for m in layer.split("|")] for layer in layers]
+
+
+def test_the_readme_map_follows_the_layer_contract():
+    """The map lists the layers of pyproject.toml's contract from top to bottom: every
+    entry of a layer comes before every entry of the layers it may import."""
+    paths = _map_paths()
+
+    def rows(module: str) -> list[int]:
+        prefix = module.replace(".", "/")
+        return [i for i, p in enumerate(paths) if p == prefix + ".py" or p.startswith(prefix + "/")]
+
+    layers = _layers()
+    placed = []
+    for layer in layers:
+        found = [i for m in layer for i in rows(m)]
+        assert found, f"the map names no module of the layer {' | '.join(layer)}"
+        placed.append((min(found), max(found), " | ".join(layer)))
+    out_of_order = [f"{upper[2]} (rows {upper[0]}-{upper[1]}) should come before {lower[2]} (rows {lower[0]}-{lower[1]})"
+                    for k, upper in enumerate(placed) for lower in placed[k + 1:] if upper[1] > lower[0]]
+    assert not out_of_order, "README.md's map disagrees with the layer contract:\n" + "\n".join(out_of_order)
