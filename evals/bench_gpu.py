@@ -26,9 +26,10 @@ search    decisions per second of the registered search policy ``expected`` (the
           64 (one vmapped call, `evals.bench_policy`) and 1,024 (one vmapped call).
 
 Each section has a time budget: once spent, it starts no new measurement (a compile in
-flight cannot be cut), and the run has a deadline (``--budget``) past which the
-remaining sections are recorded as skipped.  ``--small`` (automatic when JAX's default
-device is a CPU) uses tiny sizes, so the script runs on a CPU in its test.
+flight cannot be cut), and the run has a deadline (``--budget``): a section that would
+start with less than a compile's worth of it left is recorded as skipped.  ``--small``
+(automatic when JAX's default device is a CPU) uses tiny sizes, networks and pools, and
+a small search budget, so the script runs on a CPU in its test; ``--sections`` runs some.
 
 Only jax, flax, optax, chex, numpy, pyyaml and rich are imported at the top: a bare GPU
 machine may lack the rest (W&B, Orbax, distrax, the web stack), and a section that needs
@@ -70,10 +71,11 @@ class Plan:
     search_policy: str  # a policy spec (coupjax.policies.spec)
     budgets: dict  # section -> seconds
     deadline_s: float  # the whole run
+    min_section_s: float  # a section is skipped when less is left before the deadline (its compile alone is more)
 
 
-# On one GPU: 75 + 10 + 45 + 35 + 50 s of sections inside a 235 s deadline (start-up and
-# the device section take the rest of 4 minutes).  The training chunks are cut to a few
+# On one GPU: 10 + 70 + 5 + 45 + 35 + 50 s of sections inside a 220 s deadline: start-up
+# and a compile that overruns its section take the rest of 4 minutes.  The training chunks are cut to a few
 # updates: a chunk of the configs as shipped would take most of the budget; DQN's warm-up
 # is cut to one step of its games, so that its chunks time steady updates.
 FULL = Plan(engine_batches=(4096, 16384, 65536, 262144, 1048576), engine_steps=None, engine_repeats=2,
@@ -81,8 +83,8 @@ FULL = Plan(engine_batches=(4096, 16384, 65536, 262144, 1048576), engine_steps=N
             selfplay_overrides=("updates_per_chunk=4",), dqn_overrides=("updates_per_chunk=50", "warmup_steps=4096"),
             max_chunks=3,
             search_batches=(1, 64, 1024), search_policy="expected",
-            budgets={"device": 10, "engine": 75, "memory": 10, "selfplay": 45, "dqn": 35, "search": 50},
-            deadline_s=235)
+            budgets={"device": 10, "engine": 70, "memory": 5, "selfplay": 45, "dqn": 35, "search": 50},
+            deadline_s=220, min_section_s=15)
 # On a CPU (the test): the same code on tiny sizes, networks and pools.
 SMALL = Plan(engine_batches=(64,), engine_steps=8, engine_repeats=1, engine_min_time=0.0, python_chunk_s=0.1,
              memory_games=64,
@@ -93,7 +95,7 @@ SMALL = Plan(engine_batches=(64,), engine_steps=8, engine_repeats=1, engine_min_
                             "gradient_steps=1", "hidden_sizes=[16]", "opponents=random"),
              max_chunks=2, search_batches=(1, 4), search_policy="evals.bench_gpu:small_search",
              budgets={"device": 30, "engine": 60, "memory": 30, "selfplay": 60, "dqn": 60, "search": 60},
-             deadline_s=600)
+             deadline_s=600, min_section_s=1)
 
 
 class Section:
@@ -156,17 +158,19 @@ def section_device(plan: Plan, clock: Section, report: dict) -> dict:
 def next_batch_verdict(last: dict | None, batch: int, bytes_limit: int | None, seconds_left: float) -> str | None:
     """Why the engine should not grow to ``batch`` after the row ``last`` (None: go on).
 
-    Memory: the device's peak bytes in use after ``last`` (its largest batch so far) per
-    game, times ``batch``, must stay under 90% of the limit.  Time: ``last``'s compile
+    Memory: the first device's peak bytes in use after ``last`` (its largest batch so
+    far) per game it held, times the games it would hold of ``batch``, must stay under
+    90% of its limit.  Time: ``last``'s compile
     plus its timed calls scaled by the batch ratio must fit in what is left."""
     if last is None:
         return None
     peak_per_game = last.get("peak_bytes_per_game")
-    if peak_per_game and bytes_limit and peak_per_game * batch > 0.9 * bytes_limit:
-        return f"batch {batch} would not fit: {peak_per_game:.0f} bytes/game x {batch} > 90% of {bytes_limit}"
+    games = batch // last.get("shards", 1)
+    if peak_per_game and bytes_limit and peak_per_game * games > 0.9 * bytes_limit:
+        return f"batch {batch} would not fit: {peak_per_game:.0f} bytes/game x {games} > 90% of {bytes_limit}"
     predicted = last["compile_s"] + batch / last["batch"] * max(last["wall_s"] - last["compile_s"], 0.0)
     if predicted > seconds_left:
-        return f"batch {batch} would overrun the section's time ({predicted:.0f} s predicted, {seconds_left:.0f} s left)"
+        return f"batch {batch} would overrun the section's time ({predicted:.0f} s predicted, {seconds_left:.0f} left)"
     return None
 
 
@@ -197,7 +201,7 @@ def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
         stats = memory_stats()
         if stats is not None:
             row["peak_bytes_in_use"] = stats.get("peak_bytes_in_use")
-            row["peak_bytes_per_game"] = stats.get("peak_bytes_in_use", 0) / batch
+            row["peak_bytes_per_game"] = stats.get("peak_bytes_in_use", 0) * row["shards"] / batch  # device 0's share
         rows.append(row)
         last = row
         baseline.chunk()
@@ -425,7 +429,7 @@ def main(argv=None) -> dict:
     report = {"script": PROG, "argv": list(sys.argv[1:] if argv is None else argv), "small": small,
               "sections": names, "budget_s": deadline - start, "complete": False}
     for name in names:
-        if deadline - time.perf_counter() < 1:
+        if deadline - time.perf_counter() < plan.min_section_s:
             report[name] = {"skipped": "the run's deadline was reached", "seconds": 0.0}
             write_json(args.out, report)
             continue
