@@ -8,10 +8,11 @@ that fails records its error there while the next one still runs.  The sections,
 order (most wanted first):
 
 device    the devices (name, platform, count), the processes and the versions.
-engine    `evals.bench_engine`'s live and auto-reset loops at batch 4,096, 16,384, ...
-          1,048,576 (x4 a size), against the plain-Python model timed between them;
-          it stops growing when the next size would not fit in device memory (the
-          last size's peak per game says) or would overrun the section's time.
+engine    `evals.bench_engine`'s live and auto-reset loops at batch 4,096 to 1,048,576
+          (x16 a size first, then the sizes between if time is left: each size costs a
+          compile, so the largest comes early) against the plain-Python model timed
+          between them; a size that would not fit in device memory (the largest size's
+          peak per game says) or would overrun the section's time is skipped.
 memory    device memory per game: the device's peak bytes in use after the engine's
           largest batch divided by its games, and the bytes a batch of fresh games
           holds; on a device without `memory_stats` (a CPU) "not available", beside
@@ -78,7 +79,7 @@ class Plan:
 # and a compile that overruns its section take the rest of 4 minutes.  The training chunks are cut to a few
 # updates: a chunk of the configs as shipped would take most of the budget; DQN's warm-up
 # is cut to one step of its games, so that its chunks time steady updates.
-FULL = Plan(engine_batches=(4096, 16384, 65536, 262144, 1048576), engine_steps=None, engine_repeats=2,
+FULL = Plan(engine_batches=(4096, 65536, 1048576, 16384, 262144), engine_steps=None, engine_repeats=2,
             engine_min_time=0.5, python_chunk_s=0.5, memory_games=65536,
             selfplay_overrides=("updates_per_chunk=4",), dqn_overrides=("updates_per_chunk=50", "warmup_steps=4096"),
             max_chunks=3,
@@ -156,12 +157,13 @@ def section_device(plan: Plan, clock: Section, report: dict) -> dict:
 
 
 def next_batch_verdict(last: dict | None, batch: int, bytes_limit: int | None, seconds_left: float) -> str | None:
-    """Why the engine should not grow to ``batch`` after the row ``last`` (None: go on).
+    """Why the engine should not measure ``batch`` after ``last``, the row of the largest
+    batch measured so far (None: measure it).
 
-    Memory: the first device's peak bytes in use after ``last`` (its largest batch so
-    far) per game it held, times the games it would hold of ``batch``, must stay under
-    90% of its limit.  Time: ``last``'s compile
-    plus its timed calls scaled by the batch ratio must fit in what is left."""
+    Memory: the first device's peak bytes in use after ``last`` per game it held, times
+    the games it would hold of ``batch``, must stay under 90% of its limit.  Time:
+    ``last``'s compile plus its timed calls scaled by the batch ratio must fit in what is
+    left."""
     if last is None:
         return None
     peak_per_game = last.get("peak_bytes_per_game")
@@ -182,34 +184,35 @@ def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
     baseline = BE.PythonBaseline(4, plan.python_chunk_s, seed=0)
     baseline.chunk()
     shards = len(jax.devices())
-    rows, stopped, last = [], None, None
+    rows, skipped = [], []
     for batch in plan.engine_batches:
-        stopped = next_batch_verdict(last, batch, (memory_stats() or {}).get("bytes_limit"), clock.left())
-        if stopped:
-            break
+        largest = max(rows, key=lambda r: r["batch"], default=None)
+        why = next_batch_verdict(largest, batch, (memory_stats() or {}).get("bytes_limit"), clock.left())
+        if why:
+            skipped.append({"batch": batch, "why": why})
+            continue
         steps = plan.engine_steps or BE.scan_length(batch, quick=False)
         t0 = time.perf_counter()
         try:
             row = BE.bench_batch(env, batch, steps, plan.engine_repeats, plan.engine_min_time, 0,
                                  shards if BE.games_sharding(batch, shards) is not None else 1)
-        except Exception as err:  # noqa: BLE001 - a size that does not fit ends the growth, not the section
+        except Exception as err:  # noqa: BLE001 - a size that does not fit is skipped, not the section
             if not _is_oom(err):
                 raise
-            stopped = f"batch {batch} did not fit: {str(err).splitlines()[0][:300]}"
-            break
+            skipped.append({"batch": batch, "why": f"did not fit: {str(err).splitlines()[0][:300]}"})
+            continue
         row["wall_s"] = time.perf_counter() - t0
         stats = memory_stats()
-        if stats is not None:
+        if stats is not None and (largest is None or batch > largest["batch"]):  # the peak so far is this batch's
             row["peak_bytes_in_use"] = stats.get("peak_bytes_in_use")
             row["peak_bytes_per_game"] = stats.get("peak_bytes_in_use", 0) * row["shards"] / batch  # device 0's share
         rows.append(row)
-        last = row
         baseline.chunk()
     py = baseline.chunk()
     for r in rows:
         BE.add_ratios(r, py)
     total, obs = BE.state_bytes(env)
-    return {"num_players": 4, "batches": rows, "stopped": stopped, **py,
+    return {"num_players": 4, "batches": sorted(rows, key=lambda r: r["batch"]), "skipped": skipped, **py,
             "state_bytes_per_game": total, "observation_bytes": obs}
 
 
@@ -365,8 +368,8 @@ ROW_COLUMNS = {"batch": "batch", "shards": "devices", "steps": "T", "live_steps_
                "ratio_live": "x py", "autoreset_steps_per_s": "auto-reset steps/s", "ratio_autoreset": "x py",
                "autoreset_games_per_s": "games/s", "peak_bytes_per_game": "peak B/game",
                "decisions_per_s": "decisions/s", "seconds_per_decision": "s/decision", "how": "how",
-               "skipped": "skipped", "env_steps": "env steps", "transitions": "transitions", "updates": "updates",
-               "seconds": "seconds", "compile_s": "compile s"}
+               "skipped": "skipped", "why": "why", "env_steps": "env steps", "transitions": "transitions",
+               "updates": "updates", "seconds": "seconds", "compile_s": "compile s"}
 
 
 def print_section(console: Console, name: str, result: dict) -> None:

@@ -3,6 +3,7 @@ measured when a section fails, stops growing the engine's batch in time, and imp
 nothing but JAX's stack at the top."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # memory per game, the self-play and DQN chunks, the search's decisions per second).
 SECTION_KEYS = {
     "device": {"name", "platform", "count", "versions", "seconds"},
-    "engine": {"batches", "python_steps_per_s", "python_games_per_s", "state_bytes_per_game", "stopped"},
+    "engine": {"batches", "python_steps_per_s", "python_games_per_s", "state_bytes_per_game", "skipped"},
     "memory": {"available", "peak_bytes_per_game", "fresh_bytes_per_game", "state_bytes_per_game"},
     "selfplay": {"config", "env_steps_per_s", "updates_per_s", "gradient_steps_per_s", "compile_s", "chunks"},
     "dqn": {"config", "env_steps_per_s", "updates_per_s", "transitions_per_s", "compile_s", "chunks"},
@@ -103,6 +104,63 @@ def test_the_engine_stops_growing_before_memory_or_time_runs_out():
     assert "would not fit" in next_batch_verdict(last, 4000, 4_400_000, 100.0)  # 4 MB > 90% of 4.4 MB
     assert next_batch_verdict(last, 4000, 4_500_000, 100.0) is None
     assert next_batch_verdict({**last, "peak_bytes_per_game": None}, 4000, None, 100.0) is None  # a CPU
+    assert next_batch_verdict(last, 250, 4_400_000, 10.6) is None  # a size between: 10 s + 2 s / 4
+    assert "would not fit" in next_batch_verdict({**last, "shards": 2}, 8000, 4_400_000, 100.0)  # 4,000 a device
+    assert next_batch_verdict({**last, "shards": 2}, 8000, 4_500_000, 100.0) is None
+
+
+OOM = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 123 bytes."
+
+
+def _fake_gpu(monkeypatch, bytes_limit, fail_at=None, error=OOM):
+    """The engine section on a pretend GPU: `bench_batch` returns at once, its peak is
+    100 bytes a game of the largest batch so far, and batch ``fail_at`` raises ``error``."""
+    from evals import bench_engine as BE
+    from evals import bench_gpu as BG
+
+    calls, peak = [], [0]
+
+    def bench_batch(env, batch, steps, repeats, min_time, seed, shards):
+        calls.append(batch)
+        if batch == fail_at:
+            raise RuntimeError(error)
+        peak[0] = max(peak[0], 100 * batch)
+        return {"batch": batch, "shards": shards, "steps": steps, "compile_s": 1.0, "live_steps_per_s": 1e6,
+                "autoreset_steps_per_s": 2e6, "autoreset_games_per_s": 6e4}
+
+    monkeypatch.setattr(BE, "bench_batch", bench_batch)
+    monkeypatch.setattr(BG, "memory_stats", lambda device=None: {"bytes_limit": bytes_limit, "bytes_in_use": 0,
+                                                                 "peak_bytes_in_use": peak[0]})
+    return BG, dataclasses.replace(BG.FULL, python_chunk_s=0.01), calls
+
+
+def test_the_engine_section_skips_what_would_not_fit_on_a_gpu(monkeypatch):
+    """FULL's sizes on a pretend GPU: the largest comes third, the sizes between after
+    it; a size that ran out of memory, or that the largest's peak says would not fit, is
+    skipped and the rest measured; the peak per game is kept for growing sizes only (the
+    device's peak is the largest batch's); a size past the section's time is skipped."""
+    import time
+
+    BG, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=1048576)
+    out = BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
+    assert calls == [4096, 65536, 1048576, 16384, 262144]
+    assert [r["batch"] for r in out["batches"]] == [4096, 16384, 65536, 262144]
+    assert out["skipped"][0]["batch"] == 1048576 and "did not fit: RESOURCE_EXHAUSTED" in out["skipped"][0]["why"]
+    assert {r["batch"]: r.get("peak_bytes_per_game") for r in out["batches"]} == {
+        4096: 100.0, 16384: None, 65536: 100.0, 262144: 100.0}
+    assert all(r["ratio_live"] > 0 for r in out["batches"])
+
+    BG, plan, calls = _fake_gpu(monkeypatch, 30_000_000)  # 1M games x 100 B > 90% of 30 MB
+    out = BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
+    assert calls == [4096, 65536, 16384, 262144] and "would not fit" in out["skipped"][0]["why"]
+
+    BG, plan, calls = _fake_gpu(monkeypatch, 10**10)  # 1 s compiles, half a second's budget
+    out = BG.section_engine(plan, BG.Section(0.5, time.perf_counter() + 60), {})
+    assert calls == [4096] and all("overrun" in s["why"] for s in out["skipped"]) and len(out["skipped"]) == 4
+
+    BG, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=65536, error="INTERNAL: a driver error")
+    with pytest.raises(RuntimeError, match="a driver error"):  # any other error fails the section
+        BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
 
 
 def test_imports_only_jax_stack_at_the_top():
