@@ -32,9 +32,14 @@ start with less than a compile's worth of it left is recorded as skipped.  ``--s
 (automatic when JAX's default device is a CPU) uses tiny sizes, networks and pools, and
 a small search budget, so the script runs on a CPU in its test; ``--sections`` runs some.
 
-Only jax, flax, optax, chex, numpy, pyyaml and rich are imported at the top: a bare GPU
-machine may lack the rest (W&B, Orbax, distrax, the web stack), and a section that needs
-a missing one fails alone, its error in the JSON.
+The JSON has one key per section (its figures, ``seconds``, ``cpu_seconds`` -- below
+``seconds`` on a shared host -- and on a GPU ``memory_after``; or ``error`` and
+``traceback``; or ``skipped``), beside ``small``, ``sections``, ``budget_s``, ``wall_s``
+and ``complete`` (false in the file of a run that was cut).
+
+Nothing beyond jax, flax, optax, chex, numpy, pyyaml and rich is imported at the top,
+not even the project: a bare GPU machine may lack the rest (W&B, Orbax, distrax, the web
+stack), and a section that needs a missing one fails alone, its error in the JSON.
 """
 from __future__ import annotations
 
