@@ -175,3 +175,23 @@ def test_imports_only_jax_stack_at_the_top():
     assert {"jax", "rich", "numpy", "evals"} <= loaded
     assert not loaded & {"fastapi", "uvicorn", "starlette", "wandb", "orbax", "distrax", "pettingzoo", "gymnasium",
                          "playwright", "coupjax", "training"}
+
+
+def test_the_gpu_plan_is_valid_here():
+    """What only a GPU runs, checked before one is lent: FULL's sizes are the issue's,
+    its cut configs load and build their setups (nothing compiled), and its search
+    policy resolves."""
+    from coupjax.env import Env
+    from coupjax.policies import resolve_policy
+    from evals.bench_gpu import FULL, SMALL
+    from training import dqn, selfplay
+    from training.config import config_file, load_config
+
+    assert min(FULL.engine_batches) == 4096 and max(FULL.engine_batches) == 1048576
+    assert FULL.search_batches == (1, 64, 1024) and SMALL.search_batches[0] == 1
+    assert sum(FULL.budgets.values()) <= FULL.deadline_s <= 240 - 15  # 4 minutes with start-up
+    for name, overrides, algo in (("selfplay_gpu.yaml", FULL.selfplay_overrides, selfplay),
+                                  ("dqn_gpu.yaml", FULL.dqn_overrides, dqn)):
+        cfg = load_config(config_file(name), overrides)
+        assert cfg.num_envs == 4096 and algo.make_train(cfg).num_devices >= 1
+    assert resolve_policy(FULL.search_policy, Env(4)).config.num_worlds >= 1
