@@ -5,7 +5,7 @@ PYTHON ?= python3
 PIP_FLAGS ?= --quiet --disable-pip-version-check
 export WANDB_MODE ?= offline
 
-.PHONY: install run test bench
+.PHONY: install run test bench bench-gpu
 
 install:
 	$(PYTHON) -m pip install $(PIP_FLAGS) -e ".[dev]"
@@ -18,3 +18,9 @@ test: install
 
 bench: install
 	$(PYTHON) -m evals.bench_engine
+
+# The GPU figures in one run of about 4 minutes (small sizes on a CPU) into BENCH_GPU_OUT.
+# No install step: a lent GPU machine may have no network, and the script needs only JAX's stack.
+BENCH_GPU_OUT ?= bench_gpu.json
+bench-gpu:
+	$(PYTHON) -m evals.bench_gpu --out $(BENCH_GPU_OUT)

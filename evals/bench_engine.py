@@ -251,6 +251,30 @@ def bench_python(RefGame, num_players: int, seconds: float, seed: int) -> dict:
                 python_steps_per_game=steps / games, python_games=games)
 
 
+class PythonBaseline:
+    """The Python model timed in chunks taken between the JAX measurements; the best chunk
+    is the reference for every ratio (both sides best-of, under the same load)."""
+
+    def __init__(self, num_players: int, chunk_seconds: float, seed: int):
+        self.RefGame = load_ref_game()
+        self.num_players, self.chunk_seconds, self.seed = num_players, chunk_seconds, seed
+        self.chunks: list[dict] = []
+
+    def chunk(self) -> dict:
+        """Time one more chunk; returns the best so far."""
+        self.chunks.append(bench_python(self.RefGame, self.num_players, self.chunk_seconds,
+                                        self.seed + len(self.chunks)))
+        return max(self.chunks, key=lambda c: c["python_steps_per_s"])
+
+
+def add_ratios(result: dict, py: dict) -> dict:
+    """``result`` (a `bench_batch` row) with its JAX / Python ratios against ``py``."""
+    result["ratio_live"] = result["live_steps_per_s"] / py["python_steps_per_s"]
+    result["ratio_autoreset"] = result["autoreset_steps_per_s"] / py["python_steps_per_s"]
+    result["ratio_autoreset_games"] = result["autoreset_games_per_s"] / py["python_games_per_s"]
+    return result
+
+
 def state_bytes(env: Env) -> tuple[int, int]:
     s = env.init(jax.random.key(0))
     return sum(int(x.nbytes) for x in jax.tree.leaves(s)), int(s.observation.nbytes)
@@ -330,17 +354,9 @@ def main(argv=None) -> dict:
     py_seconds = args.python_seconds or (1.0 if args.quick else 3.0)
     env = Env(args.num_players)
 
-    # The Python model is timed in chunks between the JAX measurements, and its best chunk
-    # is the reference for every ratio: both sides are best-of, under the same load.
-    RefGame = load_ref_game()
-    chunks = []
-
-    def python_chunk():
-        chunks.append(bench_python(RefGame, args.num_players, py_seconds / 2, args.seed + len(chunks)))
-        return max(chunks, key=lambda c: c["python_steps_per_s"])
-
+    baseline = PythonBaseline(args.num_players, py_seconds / 2, args.seed)
     log(f"Python baseline (chunks of {py_seconds / 2:g} s between measurements) ...")
-    python_chunk()
+    baseline.chunk()
     total_bytes, obs_bytes = state_bytes(env)
 
     devices = len(jax.devices())
@@ -350,12 +366,10 @@ def main(argv=None) -> dict:
         for shards in sorted({1, devices if games_sharding(batch, devices) is not None else 1}):
             log(f"batch {batch} on {shards} device(s): T={steps} ...")
             results.append(bench_batch(env, batch, steps, repeats, min_time, args.seed, shards))
-            python_chunk()
-    py = python_chunk()
+            baseline.chunk()
+    py = baseline.chunk()
     for r in results:
-        r["ratio_live"] = r["live_steps_per_s"] / py["python_steps_per_s"]
-        r["ratio_autoreset"] = r["autoreset_steps_per_s"] / py["python_steps_per_s"]
-        r["ratio_autoreset_games"] = r["autoreset_games_per_s"] / py["python_games_per_s"]
+        add_ratios(r, py)
         log(f"  batch {r['batch']} x{r['shards']} devices: keys={r['key_method']} "
             f"live {_fmt(r['live_steps_per_s'])} steps/s (x{r['ratio_live']:.2f}), "
             f"auto-reset {_fmt(r['autoreset_steps_per_s'])} steps/s (x{r['ratio_autoreset']:.2f}), "
