@@ -28,9 +28,12 @@ ENGINE_ROW_KEYS = {"batch", "live_steps_per_s", "autoreset_steps_per_s", "autore
                    "ratio_autoreset", "compile_s"}
 
 
+@pytest.mark.slow
 def test_runs_on_cpu_small_by_itself_and_writes_every_section(tmp_path):
     """``python -m evals.bench_gpu --out F`` on a CPU: --small is automatic, and every
-    section's figures are in the JSON, none failed."""
+    section's figures are in the JSON, none failed (about two CPU-minutes of compiling
+    the training chunks and the search).  Quick twins:
+    test_a_failing_section_is_recorded_and_the_next_one_still_runs, test_the_gpu_plan_is_valid_here."""
     out = tmp_path / "gpu.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", WANDB_MODE="disabled")
     res = subprocess.run([sys.executable, "-m", "evals.bench_gpu", "--out", str(out)], cwd=tmp_path, env=env,

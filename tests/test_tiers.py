@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
-TWIN = re.compile(r"Quick twins?: ([\w\s,]+)")
+TWIN = re.compile(r"Quick twins?:\s+([\w\s,]+)")
 
 
 def _is_slow(node: ast.expr) -> bool:
