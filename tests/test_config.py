@@ -93,3 +93,13 @@ def test_ranges_are_checked_with_the_keys_name(key, value, says):
     with pytest.raises(ConfigError, match=re.escape(says)):
         config_from_dict({key: value})
 
+
+
+def test_the_exploiter_flag_is_gone():
+    """The league exploiter was switched off and deleted: an old config naming it fails
+    through the unknown-key error."""
+    with pytest.raises(ConfigError, match="config key 'exploiter_tables' is not known"):
+        config_from_dict({"algo": "selfplay", "exploiter_tables": 0.4})
+    named = [str(p.relative_to(ROOT)) for folder in ("coupjax", "training", "evals") for p in (ROOT / folder).rglob("*")
+             if p.suffix in (".py", ".yaml") and "exploiter_tables" in p.read_text()]
+    assert not named, named

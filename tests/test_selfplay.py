@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
             updates_per_chunk=3, num_chunks=2, hidden_sizes=[16], belief_hidden_sizes=[32], num_snapshots=2,
             snapshot_every=2, opponents={"random": 1, "honest": 1}, num_seeds=2, learning_rate=3e-3,
-            checkpoint_every=1, max_checkpoints=3, export_temperature=1.0, exploiter_tables=0.3)
+            checkpoint_every=1, max_checkpoints=3, export_temperature=1.0)
 
 
 def _same(a, b):
@@ -100,30 +100,6 @@ def test_league_sampling_draws_from_every_member():
     assert 0.1 * 0.75 * 256 < narrow.capacity(4, 256) < 0.2 * 256
 
 
-def test_exploiter_tables_seat_it_once_against_the_network():
-    """A share of the tables: the exploiter at one non-primary seat, the network at the
-    rest; the primaries are those of the plain league, and the other tables keep its shares."""
-    env = Env(4)
-    plain = League(env, {"random": 1.0, "honest": 3.0}, 2, 0.2, 0.3)
-    league = League(env, {"random": 1.0, "honest": 3.0}, 2, 0.2, 0.3, exploiter_tables=0.3)
-    assert league.names == ["self", "snapshot_0", "snapshot_1", "exploiter", "random", "honest"]
-    X = league.exploiter
-    keys = jax.random.split(jax.random.PRNGKey(2), 20000)
-    member, primary = (np.asarray(a) for a in jax.jit(jax.vmap(league.draw_seats))(keys))
-    m0, p0 = (np.asarray(a) for a in jax.jit(jax.vmap(plain.draw_seats))(keys))
-    hosts = (member == X).any(axis=1)
-    assert abs(hosts.mean() - 0.3) < 0.015
-    assert ((member == X).sum(axis=1)[hosts] == 1).all() and (member[hosts] != X).sum() == 3 * hosts.sum()
-    assert ((member[hosts] == X) | (member[hosts] == 0)).all()
-    assert (member[np.arange(len(member)), primary] == 0).all()
-    np.testing.assert_array_equal(primary, p0)
-    others = lambda m, p: m[np.arange(4)[None, :] != p[:, None]]  # noqa: E731
-    freq = np.bincount(others(member[~hosts], primary[~hosts]), minlength=6) / (3 * (~hosts).sum())
-    want = np.bincount(others(m0, p0), minlength=5) / (3 * len(m0))
-    np.testing.assert_allclose(freq, np.insert(want, X, 0.0), atol=0.01)  # the pool's indices shift by one
-    assert set(np.unique(np.argmax(member[hosts] == X, axis=1))) == {0, 1, 2, 3}
-
-
 # ------------------------------------------------------------------ the training loop
 def test_chunks_train_every_seed_and_league(setup, chunks):
     rs0, rs1, rs2, (m1, m2) = chunks
@@ -140,11 +116,6 @@ def test_chunks_train_every_seed_and_league(setup, chunks):
         assert np.isfinite(flat[key]), key
     assert flat["env_steps"] == S * cfg.num_envs * cfg.rollout_steps * cfg.updates_per_chunk  # no stall
     assert 0 < flat["transitions"] < flat["env_steps"]
-    # the exploiter trains (its own PPO) at its tables, and the network trains against it
-    assert not _same(rs0.exploiter["params"], rs2.exploiter["params"])
-    assert flat["exploiter/transitions"] > 0 and flat["league/games_vs_exploiter"] > 0
-    assert 0 <= flat["exploiter/wins"] <= flat["exploiter/games"] > 0
-    assert np.isfinite(flat["exploiter/entropy"]) and 0 <= flat["exploiter/win_rate"] <= 1
     tables = rs2.tables
     assert not bool(np.asarray(tables.state.terminated).any())
     me = np.asarray(tables.member)

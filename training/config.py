@@ -167,7 +167,6 @@ class SelfPlayConfig:
     num_snapshots: int = key(4, POSITIVE)  # snapshots kept (a ring)
     snapshot_every: int = key(25, POSITIVE)  # updates between two snapshots
     table_concentration: float = key(0.0, NONNEGATIVE)  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
-    exploiter_tables: float = key(0.0, UNIT)  # share of tables with a learned exploiter in one seat, the network in the rest
     pool_margin: float = key(0.0, NONNEGATIVE)  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
     # --- PSRO in the run (training.psro): a frozen DQN best response to the network joins the pool
     psro_every: int = key(0, NONNEGATIVE)  # k > 0: after every k-th chunk but the last; 0: never

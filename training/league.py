@@ -13,13 +13,6 @@ of ``belief_ev``), large c mixed tables.  A new draw is made whenever a game end
 the network meets every member, alone and mixed, and plays against itself and its
 past (which keeps it from cycling) without forgetting how to beat the bots.
 
-The exploiter (``exploiter_tables`` e > 0; member ``exploiter`` after the snapshots) is a
-second network, trained by `training.selfplay` as a best response to the current one,
-as AlphaStar's main exploiters are: a share e of the tables seat it at one seat drawn
-uniformly and the current network at every other (whose decisions are trained on too,
-so the network learns to stop what the exploiter found); the primary seat is one of
-the network's.  The other tables never seat it.
-
 `League.step` advances every game by one engine step (`Env.step_autoreset`): the seat
 to move acts with its member's logits.  The network's and the snapshots' logits come
 from the caller (computed for every game: a small MLP); a pool policy is evaluated on
@@ -30,9 +23,8 @@ branch on every game, and ``belief_ev`` costs some thirty engine steps, so with
 beyond that waits one step (counted as a stall; which games wait depends on the split
 of the batch over devices).  With z = 0 every pool policy runs on every game.
 
-A game also ends, for training, when no seat of the current network or of the exploiter
-has influence left (the rest of it would teach nothing): every seat then gets the
-loser's reward.
+A game also ends, for training, when no seat of the current network has influence left
+(the rest of it would teach nothing): every seat then gets the loser's reward.
 Rewards are the engine's (+1 to the winner, -1/(n-1) to every other seat).  Randomness
 of game slot g comes from ``fold_in(key, slot[g])``, with ``slot`` its global index.
 """
@@ -73,12 +65,10 @@ class StepRecord:
     action: jnp.ndarray  # int32 []
     seat: jnp.ndarray  # int32 []  the seat that moved
     learner: jnp.ndarray  # bool []  it is a seat of the current network, and it moved
-    exploiter: jnp.ndarray  # bool []  it is the exploiter's seat, and it moved
     stepped: jnp.ndarray  # bool []  the game moved (False: a stall)
     done: jnp.ndarray  # bool []  the game ended for training after this step
     rewards: jnp.ndarray  # float32 [n]  the ended game's rewards (0 otherwise)
     primary_won: jnp.ndarray  # bool []  done and the primary seat won
-    exploiter_won: jnp.ndarray  # bool []  done and the exploiter's seat won
     present: jnp.ndarray  # bool [M]  members at the table's other seats
     hands_target: jnp.ndarray  # float32 [n-1, 5]  opponent k holds role r (relative seats 1..n-1)
     hands_valid: jnp.ndarray  # bool [n-1]  opponent k holds a hidden card
@@ -109,22 +99,19 @@ class League:
     """The members, their weights and the batched tables (module doc).  Pure methods."""
 
     def __init__(self, env: Env, pool: dict, num_snapshots: int, self_weight: float, snapshot_weight: float,
-                 pool_margin: float = 0.0, table_concentration: float = 0.0, exploiter_tables: float = 0.0):
+                 pool_margin: float = 0.0, table_concentration: float = 0.0):
         pool = {k: float(v) for k, v in dict(pool).items() if float(v) > 0}
         self.env = env
         self.n = env.num_players
         self.num_snapshots = int(num_snapshots)
         self.pool_names = list(pool)
         self.policies = [resolve_policy(name, env) for name in self.pool_names]
-        self.exploiter_tables = float(exploiter_tables)
-        exploiter = ["exploiter"] if self.exploiter_tables > 0 else []
-        self.names = ["self", *(f"snapshot_{k}" for k in range(self.num_snapshots)), *exploiter, *self.pool_names]
-        self.first_pool = 1 + self.num_snapshots + len(exploiter)
-        self.exploiter = self.first_pool - 1 if exploiter else -1  # its member index (-1: none)
+        self.names = ["self", *(f"snapshot_{k}" for k in range(self.num_snapshots)), *self.pool_names]
+        self.first_pool = 1 + self.num_snapshots
         w = np.asarray([pool[x] for x in self.pool_names], np.float64)
         pool_share = max(0.0, 1.0 - self_weight - snapshot_weight)
         snap = np.full(self.num_snapshots, snapshot_weight / max(self.num_snapshots, 1))
-        weights = np.concatenate([[self_weight], snap, np.zeros(len(exploiter)), pool_share * w / w.sum()])
+        weights = np.concatenate([[self_weight], snap, pool_share * w / w.sum()])
         self.weights = weights / weights.sum()
         with np.errstate(divide="ignore"):
             self.log_weights = np.log(self.weights).astype(np.float32)
@@ -154,13 +141,7 @@ class League:
             mix = jax.random.dirichlet(k_mix, jnp.where(w > 0, self.table_concentration * w, 1.0))
             logits = jnp.where(w > 0, jnp.log(jnp.maximum(mix, 1e-30)), -jnp.inf)
         member = jax.random.categorical(k_member, logits, shape=(self.n,)).astype(jnp.int32)
-        member = jnp.where(jnp.arange(self.n) == primary, 0, member)
-        if self.exploiter < 0:
-            return member, primary
-        k_table, k_seat = jax.random.split(jax.random.fold_in(key, 1))  # draws without one stay as they were
-        x_seat = (primary + jax.random.randint(k_seat, (), 1, self.n, jnp.int32)) % self.n
-        x_member = jnp.where(jnp.arange(self.n) == x_seat, self.exploiter, 0).astype(jnp.int32)
-        return jnp.where(jax.random.uniform(k_table) < self.exploiter_tables, x_member, member), primary
+        return jnp.where(jnp.arange(self.n) == primary, 0, member), primary
 
     def _new_game(self, key):
         k_init, k_seats = jax.random.split(key)
@@ -192,12 +173,11 @@ class League:
             served = served.at[idx].set(True, mode="drop")
         return out, served
 
-    def step(self, tables: Tables, key, self_logits, snapshot_logits, exploiter_logits=None):
+    def step(self, tables: Tables, key, self_logits, snapshot_logits):
         """One engine step of every game; returns (tables, StepRecord with leaves [B, ...]).
 
         ``self_logits`` float32[B, A]: the current network's logits at every game's
-        observation; ``snapshot_logits`` float32[K, B, A]: each snapshot's (None when K = 0);
-        ``exploiter_logits`` float32[B, A]: the exploiter's (None without one).
+        observation; ``snapshot_logits`` float32[K, B, A]: each snapshot's (None when K = 0).
         """
         n, B = self.n, tables.slot.shape[0]
         keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, tables.slot)
@@ -212,8 +192,6 @@ class League:
             snap = jnp.take_along_axis(snapshot_logits, which, axis=0)[0]
         else:
             snap = self_logits
-        if self.exploiter >= 0:
-            snap = jnp.where((member == self.exploiter)[:, None], exploiter_logits, snap)
         logits = jnp.where((member == 0)[:, None], self_logits,
                            jnp.where((member < self.first_pool)[:, None], snap, pool))
         logits = jnp.where(s.legal_action_mask, logits, -jnp.inf)
@@ -223,7 +201,7 @@ class League:
 
         ns = jax.vmap(self.env.step_autoreset)(s, action, k_env)
         ended = ns.terminated
-        learner_alive = (board.alive(ns) & self.is_learner(tables.member)).any(axis=1)
+        learner_alive = (board.alive(ns) & (tables.member == 0)).any(axis=1)
         abandoned = ~ended & ~learner_alive
         done = (ended | abandoned) & stepped
         lost = jnp.full((B, n), -1.0 / (n - 1), jnp.float32)
@@ -238,10 +216,9 @@ class League:
         others = jnp.arange(n)[None, :] != tables.primary[:, None]
         present = ((tables.member[:, :, None] == jnp.arange(self.num_members)) & others[:, :, None]).any(axis=1)
         won = done & (jnp.take_along_axis(rewards, tables.primary[:, None], axis=1)[:, 0] > 0)
-        x_won = done & ((tables.member == self.exploiter) & (rewards > 0)).any(axis=1)
         record = StepRecord(obs=s.observation, mask=s.legal_action_mask, action=action, seat=seat,
-                            learner=(member == 0) & stepped, exploiter=(member == self.exploiter) & stepped,
-                            stepped=stepped, done=done, rewards=rewards, primary_won=won, exploiter_won=x_won,
+                            learner=(member == 0) & stepped, stepped=stepped, done=done, rewards=rewards,
+                            primary_won=won,
                             present=present, hands_target=target, hands_valid=valid)
         return tables.replace(state=new_state, member=new_member, primary=new_primary), record
 
@@ -249,10 +226,6 @@ class League:
         """float32[B, n, obs]: every seat's observation of its game (for bootstrapping)."""
         seats = jnp.arange(self.n)
         return jax.vmap(lambda s: jax.vmap(lambda q: self.env.observe(s, q))(seats))(tables.state)
-
-    def is_learner(self, member):
-        """bool[...]: the member is trained on (the current network or the exploiter)."""
-        return (member == 0) | (member == self.exploiter)
 
     def alive(self, tables: Tables):
         """bool[B, n]: the seat has influence."""

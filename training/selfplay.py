@@ -25,15 +25,6 @@ the value of each seat's own view, and an eliminated seat on its known loss); th
 and the magnet moves towards the policy (an EMA of its parameters); every
 ``snapshot_every`` updates the policy joins the league as a snapshot.
 
-With ``exploiter_tables`` > 0 a second network, the exploiter (policy and value MLPs,
-no magnet, no belief), learns a best response to the current one at its tables
-(`training.league`): per-seat GAE over its own decisions, then ``num_epochs`` PPO
-steps on all of them at once (they are a small share of the batch, so minibatches
-of them would be noise), with a constant learning rate, since its target moves.
-The current network trains on its seats at those tables like everywhere else, so
-whatever the exploiter finds is punished as it is found (AlphaStar's main exploiters,
-in "Grandmaster level in StarCraft II using multi-agent reinforcement learning").
-
 Why PPO with a magnet, not R-NaD: it is the regulariser Ataraxos trains its move
 network with (clipped importance ratios and a reverse KL to a magnet policy), i.e.
 magnetic mirror descent in its practical form, which converges to regularised
@@ -92,7 +83,6 @@ class RunnerState:
     tables: Tables
     key: jax.Array
     update: jax.Array  # int32 []  updates done
-    exploiter: dict | None = None  # {"params": {"policy", "value"}, "opt_state"}; None without one
 
 
 class PolicyWithBelief(nn.Module):
@@ -176,17 +166,6 @@ class Batch:
     belief_weight: jnp.ndarray  # float32 [n-1, 5]
 
 
-@struct.dataclass
-class ExploiterBatch:
-    """The exploiter's side of a `Batch` (same decisions, same order): its log-probabilities,
-    advantages, returns, and where it decided."""
-
-    logp: jnp.ndarray
-    adv: jnp.ndarray
-    ret: jnp.ndarray
-    learner: jnp.ndarray
-
-
 def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_eps: float):
     """PPO's terms over the decisions where ``learner`` holds: the clipped surrogate
     (advantages normalised over them), the value loss, the entropy and two diagnostics."""
@@ -262,8 +241,7 @@ class SelfPlaySetup:
         return out
 
 
-COUNTS = ("games", "wins", "env_steps", "transitions", "stalls", "exploiter/games", "exploiter/wins",
-          "exploiter/transitions")
+COUNTS = ("games", "wins", "env_steps", "transitions", "stalls")
 
 
 def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
@@ -281,11 +259,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     env = Env(cfg.num_players)
     n, A, obs_dim = env.num_players, env.num_actions, env.observation_shape[0]
     league = League(env, resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"), cfg.num_snapshots,
-                    cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration,
-                    cfg.exploiter_tables)
-    has_x = league.exploiter >= 0
+                    cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration)
     value_net = MLP(1, n, tuple(cfg.hidden_sizes))
-    exploiter_net = MLP(A, n, tuple(cfg.hidden_sizes))
     shared = not cfg.belief_hidden_sizes  # the belief head on the policy's torso
     if shared:
         policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * R.NUM_ROLES)
@@ -298,7 +273,6 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     total_steps = pass_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
     lr = optax.linear_schedule(cfg.learning_rate, 0.0, total_steps) if cfg.anneal_lr else cfg.learning_rate
     tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
-    x_tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.learning_rate, eps=1e-5))
     lost = -1.0 / (n - 1)
 
     def policy_logits(p, obs):
@@ -324,15 +298,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                  + cfg.magnet_coef * kl + cfg.belief_coef * b_loss)
         return total, {**aux, "kl_magnet": kl, "belief_loss": b_loss}
 
-    def exploiter_loss_fn(xparams, b: Batch, x: ExploiterBatch):
-        """PPO without magnet or belief: a best response to the current network."""
-        logp_all = masked_log_softmax(exploiter_net.apply({"params": xparams["policy"]}, b.obs), b.mask)
-        value = value_net.apply({"params": xparams["value"]}, b.obs)[:, 0]
-        aux = ppo_terms(logp_all, b.mask, value, b.action, x.logp, x.adv, x.ret, x.learner, cfg.clip_eps)
-        return aux["pg_loss"] + cfg.value_coef * aux["value_loss"] - cfg.entropy_coef * aux["entropy"], aux
-
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
-    exploiter_grad_fn = jax.value_and_grad(exploiter_loss_fn, has_aux=True)
 
     # ---------------------------------------------------------- one seed, one device
     def init_one(key, shard):
@@ -342,58 +308,36 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         if not shared:
             params["belief"] = init_params(belief_net, kb, obs_dim)
         snaps = jax.tree.map(lambda x: jnp.broadcast_to(x, (K,) + x.shape), params["policy"])
-        exploiter = None
-        if has_x:  # its own keys, so that runs without one draw as they did
-            kxp, kxv = jax.random.split(jax.random.fold_in(key, 2))
-            xparams = {"policy": init_params(exploiter_net, kxp, obs_dim),
-                       "value": init_params(value_net, kxv, obs_dim)}
-            exploiter = {"params": xparams, "opt_state": x_tx.init(xparams)}
         return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
-                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0),
-                           exploiter=exploiter)
+                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0))
 
     def rollout(rs: RunnerState, key):
-        """Returns (tables, StepRecord [T, B, ...], {"self": (logp, value, adv), and "exploiter"
-        with one}): each trained network's log-probability of the action taken, value and
-        advantage at every step (their own seats' decisions only count)."""
-        nets = {"self": (lambda obs: policy_logits(rs.params["policy"], obs), rs.params["value"], "learner")}
-        if has_x:
-            xp = rs.exploiter["params"]
-            nets["exploiter"] = (lambda obs: exploiter_net.apply({"params": xp["policy"]}, obs), xp["value"],
-                                 "exploiter")
+        """Returns (tables, StepRecord [T, B, ...], (logp, value, adv)): the network's
+        log-probability of the action taken, its value and its advantage at every step
+        (its own seats' decisions only count)."""
 
         def env_step(tables, k):
             obs = tables.state.observation
-            logits = {name: f(obs) for name, (f, _, _) in nets.items()}
-            values = {name: value_net.apply({"params": v}, obs)[:, 0] for name, (_, v, _) in nets.items()}
+            logits = policy_logits(rs.params["policy"], obs)
+            values = value_net.apply({"params": rs.params["value"]}, obs)[:, 0]
             snaps = jax.vmap(policy_logits, in_axes=(0, None))(rs.snapshots, obs)
-            tables, rec = league.step(tables, k, logits["self"], snaps, logits.get("exploiter"))
-            logps = {name: jnp.take_along_axis(masked_log_softmax(x, rec.mask), rec.action[:, None], axis=-1)[:, 0]
-                     for name, x in logits.items()}
-            return tables, (rec, logps, values)
+            tables, rec = league.step(tables, k, logits, snaps)
+            logp = jnp.take_along_axis(masked_log_softmax(logits, rec.mask), rec.action[:, None], axis=-1)[:, 0]
+            return tables, (rec, logp, values)
 
-        tables, (rec, logps, values) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
+        tables, (rec, logp, values) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
         seat_obs = league.seat_observations(tables)
-        alive = league.alive(tables)
-        out = {}
-        for name, (_, v, flag) in nets.items():
-            boot = jnp.where(alive, value_net.apply({"params": v}, seat_obs)[..., 0], lost)
-            adv = jax.vmap(seat_advantages, in_axes=(1, 1, 1, 1, 1, 0, None, None), out_axes=1)(
-                rec.seat, getattr(rec, flag), values[name], rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
-            out[name] = (logps[name], values[name], adv)
-        return tables, rec, out
+        boot = jnp.where(league.alive(tables), value_net.apply({"params": rs.params["value"]}, seat_obs)[..., 0],
+                         lost)
+        adv = jax.vmap(seat_advantages, in_axes=(1, 1, 1, 1, 1, 0, None, None), out_axes=1)(
+            rec.seat, rec.learner, values, rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
+        return tables, rec, (logp, values, adv)
 
     def update_one(rs: RunnerState, _):
         key, k_roll, k_perm = jax.random.split(rs.key, 3)
-        tables, rec, nets = rollout(rs, k_roll)
-        logp, value, adv = nets["self"]
+        tables, rec, (logp, value, adv) = rollout(rs, k_roll)
         flat = lambda x: x.reshape((N,) + x.shape[2:])  # noqa: E731
         bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(R.NUM_ROLES)
-        xb = None
-        if has_x:
-            x_logp, x_value, x_adv = nets["exploiter"]
-            xb = ExploiterBatch(logp=flat(x_logp), adv=flat(x_adv), ret=flat(x_adv + x_value),
-                                learner=flat(rec.exploiter))
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
                       belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
@@ -418,15 +362,6 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             return jax.lax.scan(mb_step, carry, mbs)
 
         (params, opt), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state), jax.random.split(k_perm, cfg.num_epochs))
-        exploiter = rs.exploiter
-        if has_x:  # a few full-batch steps: its decisions are a small share of the batch
-            def x_step(x, _):
-                (_, x_aux), grads = exploiter_grad_fn(x["params"], batch, xb)
-                upd, x_opt = x_tx.update(jax.lax.pmean(grads, AXIS), x["opt_state"], x["params"])
-                return {"params": optax.apply_updates(x["params"], upd), "opt_state": x_opt}, x_aux
-
-            exploiter, x_aux = jax.lax.scan(x_step, exploiter, None, cfg.num_epochs)
-            aux = {**aux, **{f"exploiter/{k}": v for k, v in x_aux.items()}}
         magnet = jax.tree.map(lambda m, p: cfg.magnet_ema * m + (1 - cfg.magnet_ema) * p, rs.magnet,
                               params["policy"])
         update = rs.update + 1
@@ -435,7 +370,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         snaps = jax.tree.map(lambda s, p: s.at[ring].set(jnp.where(due, p, s[ring])), rs.snapshots,
                              params["policy"])
         new = RunnerState(params=params, magnet=magnet, snapshots=snaps, opt_state=opt, tables=tables, key=key,
-                          update=update, exploiter=exploiter)
+                          update=update)
         means = {k: v.mean() for k, v in aux.items()}
         means["belief_brier"] = brier
         means["learner_share"] = rec.learner.mean()
@@ -443,10 +378,6 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                 "transitions": rec.learner.sum(), "stalls": (~rec.stepped).sum(),
                 "games_vs": (rec.present & rec.done[..., None]).sum((0, 1)),
                 "wins_vs": (rec.present & rec.primary_won[..., None]).sum((0, 1)), "calibration": cal}
-        if has_x:
-            sums["exploiter/games"] = (rec.present[..., league.exploiter] & rec.done).sum()
-            sums["exploiter/wins"] = rec.exploiter_won.sum()
-            sums["exploiter/transitions"] = rec.exploiter.sum()
         return new, (means, sums)
 
     def chunk_one(rs: RunnerState):
@@ -457,12 +388,10 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         m = {**means, **sums, "belief_ece": ece_from_sums(cal), "step": rs.update,
              "win_rate": sums["wins"] / jnp.maximum(sums["games"], 1),
              "stall_rate": sums["stalls"] / jnp.maximum(sums["stalls"] + sums["env_steps"], 1)}
-        if has_x:  # the exploiter's own win rate at its tables (1/n: it found nothing)
-            m["exploiter/win_rate"] = sums["exploiter/wins"] / jnp.maximum(sums["exploiter/games"], 1)
         return rs, m
 
     specs = RunnerState(params=P(), magnet=P(), snapshots=P(), opt_state=P(), tables=P(None, AXIS), key=P(),
-                        update=P(), exploiter=P() if has_x else None)
+                        update=P())
 
     def init_local(key):
         shard = jax.lax.axis_index(AXIS)
