@@ -242,7 +242,7 @@ def test_what_a_game_and_the_server_keep_is_bounded(world, client, monkeypatch):
     """Refused entries kept per game stop at MAX_WARNINGS; games in memory at MAX_GAMES
     (a game dropped from memory is read back from disk)."""
     meta = {"warnings": [{"id": k, "status": "open" if k % 2 else "dismissed"} for k in range(1, 71)]}
-    web_table._bound_warnings(meta)
+    web_table.bound_warnings(meta)
     assert len(meta["warnings"]) == web_table.MAX_WARNINGS and meta["warnings_dropped"] == 20
     kept = meta["warnings"]  # the settled ones went first, oldest first
     assert sum(w["status"] == "open" for w in kept) == 35 and min(w["id"] for w in kept if w["status"] != "open") == 42

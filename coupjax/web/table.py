@@ -127,7 +127,7 @@ class TableGame:
                  "step": self.tracker.num_steps, "status": "open",
                  "time": time.time()}
             ws.append(w)
-            _bound_warnings(self.meta)
+            bound_warnings(self.meta)
         self.save()
         return w
 
@@ -331,7 +331,7 @@ class TableGame:
         return f"{W.Who(names, p, me)} chooses the cards to keep."
 
 
-def _bound_warnings(meta: dict) -> None:
+def bound_warnings(meta: dict) -> None:
     """Keep at most `MAX_WARNINGS` warnings (a client refused again and again must not grow
     the game without end); how many were dropped is counted in ``warnings_dropped``."""
     ws = meta["warnings"]
