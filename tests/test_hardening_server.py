@@ -257,3 +257,14 @@ def test_what_a_game_and_the_server_keep_is_bounded(world, client, monkeypatch):
     r = small.post(f"/api/games/{made[0]}/entries", json={"entry": entries[0]})
     assert r.status_code == 200 and r.json()["outcome"]["status"] == "accepted"
     assert json.loads((games / f"{made[0]}.json").read_text())["entries"] == entries
+
+
+def test_serve_refuses_a_policies_dir_that_is_not_a_folder(tmp_path, capsys):
+    from coupjax import cli
+
+    (tmp_path / "file").write_text("x")
+    for bad in (tmp_path / "missing", tmp_path / "file"):
+        with pytest.raises(SystemExit) as info:
+            cli.main(["serve", "--games-dir", str(tmp_path / "g"), "--policies-dir", str(bad)])
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and len(err.splitlines()) == 1 and "--policies-dir" in err, err
