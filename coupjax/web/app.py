@@ -200,7 +200,7 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
     @app.get("/api/games", dependencies=api)
     def list_games():
         rows, skipped = store.scan()
-        return {"games": rows, "skipped": skipped}
+        return {"games": rows, "skipped": skipped} if skipped else {"games": rows}
 
     @app.post("/api/games", dependencies=api)
     def new_table(body: TableSetup):
