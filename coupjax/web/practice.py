@@ -40,6 +40,7 @@ MAX_BOT_STEPS = 2000  # a turn cap ends every match long before this
 
 
 MAX_CHECKPOINTS = 200  # listed on the page
+MAX_DEPTH = 4  # folders deep under --policies-dir that are searched for exports
 EXPORT_FILE = "policy.json"  # what marks an export (`coupjax.inference`)
 
 
@@ -70,7 +71,8 @@ def checkpoints(policies_dir) -> list[str]:
         return []
     root, out = Path(policies_dir), []
     for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        deep = len(Path(here).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if deep < MAX_DEPTH else []
         if EXPORT_FILE in files:
             rel = Path(here).relative_to(root)
             name = str(rel.parent if rel.name == "export" and rel.parent != Path(".") else rel)

@@ -60,7 +60,7 @@ def served_hosts(host: str) -> tuple[list[str], bool]:
     names = [host, *LOCAL]
     if host in ("0.0.0.0", "::"):
         name = socket.gethostname()
-        names += [lan_address(), name, f"{name}.local", socket.getfqdn()]
+        names += [lan_address(), name, f"{name}.local"]  # no name lookup: nothing reaches the network
         return names, True
     return names, False
 
