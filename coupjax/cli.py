@@ -26,8 +26,9 @@ big (`coupjax.compile_cache`; every command uses it), or empty it.
 
 ``python -m coupjax serve [--host H] [--port P] [--games-dir DIR]``: the player's page
 (`coupjax.web`): a game at a real table entered by taps with advice, replay of any
-saved game, practice against our policies.  On an address other than 127.0.0.1 it
-prints a one-time token that the page asks for.
+saved game, practice against our policies (registered ones, and the exports under
+``--policies-dir DIR``).  On an address other than 127.0.0.1 it prints a session token
+that the page asks for (docs/security.md).
 
 Options mean the same before or after the subcommand.  Every mistake (a missing
 config, an unknown key, a count that is not positive, a run directory that already
@@ -180,9 +181,9 @@ def _arena(args) -> None:
 def _replay(args) -> None:
     from coupjax.tracker.replay import frame, load_game, render
 
-    if not Path(args.file).is_file():
+    if not Path(args.file).exists():
         fail(PROG, f"{args.file}: no such file")
-    game = load_game(args.file)
+    game = load_game(args.file)  # never raises on a bad file: the error comes after the good steps
     seat = args.seat if args.seat is not None else (game.seat or 0)
     if game.num_players and not 0 <= seat < game.num_players:
         fail(PROG, f"argument --seat: seat {seat} is not at this {game.num_players}-player table")
@@ -222,7 +223,14 @@ def _serve(args) -> None:
         fail(PROG, f"argument --games-dir: {err}")
     if not games_dir.is_dir():
         fail(PROG, f"argument --games-dir: {games_dir} is not a directory")
-    serve(args.host, args.port, games_dir, search=not args.no_search, warm=not args.no_warm_up)
+    policies_dir = None
+    if args.policies_dir is not None:
+        policies_dir = Path(args.policies_dir).expanduser()
+        if not policies_dir.is_dir():
+            fail(PROG, f"argument --policies-dir: {policies_dir} is not a directory")
+        policies_dir = policies_dir.resolve()
+    serve(args.host, args.port, games_dir, search=not args.no_search, warm=not args.no_warm_up,
+          policies_dir=policies_dir)
 
 
 def first_sentence(text: str) -> str:
@@ -297,10 +305,13 @@ def _add_options(p, top: bool) -> None:
     p.add_argument("--no-search", action="store_true", default=d(False),
                    help="replay, serve: skip the search's advice (it compiles for a minute or so on a CPU)")
     p.add_argument("--host", default=d("127.0.0.1"), help="serve: the address to listen on (default 127.0.0.1; "
-                   "0.0.0.0 serves a phone on the local network and asks for a one-time token)")
+                   "0.0.0.0 serves a phone on the local network and asks for a session token)")
     p.add_argument("--port", type=_port, default=d(8000), help="serve: the port (default 8000)")
     p.add_argument("--games-dir", default=d(None), metavar="DIR",
                    help="serve: where games are saved (default ~/.local/share/coupjax/games)")
+    p.add_argument("--policies-dir", default=d(None), metavar="DIR",
+                   help="serve: practice opponents may also be the exported checkpoints under DIR, by their path "
+                        "there (default: registered policies only)")
     p.add_argument("--no-warm-up", action="store_true", default=d(False),
                    help="serve: do not compile for a 4-player table at start")
 

@@ -9,7 +9,8 @@ deck counts as shuffled (a random deal's does: its draws take a uniform card, se
 docs/rules.md "Deck order"), so every match, seeded or explicit, replays exactly.
 `Match.load` is strict: each line is checked against its schema (`coupjax.events`'
 validator) and replayed; any deviation raises a `ReplayError` naming the file, the
-line and the field.  Nothing is coerced, truncated or skipped.
+line and the field.  Nothing is coerced, truncated or skipped, and the file is read
+under `coupjax.jsonlines`' bounds (a regular file, bounded lines, numbers and nesting).
 """
 from __future__ import annotations
 
@@ -27,20 +28,12 @@ from coupjax import rules as R
 from coupjax.env import Env
 from coupjax.events import (EVENT_KEYS, FieldError, boolean, const, event_fields, event_to_dict, integer,
                             last_event, list_of, one_of, record)
+from coupjax.jsonlines import ReplayError, json_line, lines_of  # noqa: F401 - ReplayError is public here too
 from coupjax.state import State
 
 FORMAT_VERSION = 2  # 2: the deal line records "deck_shuffled"
 SEED_MAX = 2 ** 32 - 1  # jax.random.PRNGKey folds larger seeds onto these (without x64)
 COIN_MAX = (1 << 19) - 1  # the result ranks coins exactly up to here (board.rank_score)
-
-
-class ReplayError(ValueError):
-    """A saved match that cannot be loaded exactly: ``path``, ``line`` (1-based) and
-    ``field`` (None when the line as a whole is wrong) say where."""
-
-    def __init__(self, path, line: int, field: str | None, message: str):
-        super().__init__(f"{path}:{line}: {field}: {message}" if field else f"{path}:{line}: {message}")
-        self.path, self.line, self.field, self.message = path, line, field, message
 
 
 @functools.lru_cache(maxsize=None)
@@ -322,45 +315,3 @@ def _check_deal(d) -> None:
 def _event_line_check(num_players: int):
     return record({"type": const("event", 'expected an event line ({"type": "event", ...})'),
                    **event_fields(num_players)})
-
-
-def _unique_keys(pairs) -> dict:
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise FieldError(k, "duplicate key")
-        out[k] = v
-    return out
-
-
-def _no_constant(name):
-    raise FieldError("(line)", f"{name} is not a JSON value")
-
-
-def lines_of(path, first: str = "a header line") -> list[str]:
-    """The file's lines (UTF-8; the newline that ends the last line dropped); an empty file
-    or bytes that are not UTF-8 raise `ReplayError` with the line."""
-    path = Path(path)
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ReplayError(path, data[: err.start].count(b"\n") + 1, None, "not UTF-8 text") from None
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    if not lines:
-        raise ReplayError(path, 1, None, f"empty file; expected {first}")
-    return lines
-
-
-def json_line(path, lineno: int, line: str):
-    """One line as JSON: no empty line, no duplicate key, no NaN (`ReplayError` otherwise)."""
-    if not line.strip():
-        raise ReplayError(path, lineno, None, "empty line")
-    try:
-        return json.loads(line, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
-    except json.JSONDecodeError as err:
-        raise ReplayError(path, lineno, None, f"not JSON ({err.msg} at column {err.colno})") from None
-    except FieldError as err:
-        raise ReplayError(path, lineno, err.field, err.message) from None

@@ -19,6 +19,7 @@ from coupjax.tracker import Tracker
 from coupjax.web.app import HEADER, create_app
 
 TOKEN = "s3cret-token"
+BASE = "http://127.0.0.1"  # a Host the server serves (coupjax.web.guard)
 SETUP = {"num_players": 4, "names": ["Ann", "Bea", "Cal", "Dan"], "seat": 0, "hand": ["duke", "duke"], "first": 1}
 # Bea taxes; Cal challenges and loses (Bea shows her Duke, so every Duke is accounted for); Cal loses a card
 OPENING = [{"seat": 1, "action": "tax"}, {"seat": 2, "action": "challenge", "bluff_caught": False}]
@@ -38,7 +39,7 @@ def games_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(games_dir):
     app = create_app(games_dir, token=TOKEN, search=False)
-    return TestClient(app, headers={HEADER: TOKEN})
+    return TestClient(app, headers={HEADER: TOKEN}, base_url=BASE)
 
 
 def new_game(client, **over):
@@ -58,7 +59,7 @@ def test_wrong_or_missing_token_is_refused_and_changes_nothing(client, games_dir
     g = new_game(client)
     before = snapshot(games_dir)
     for headers in ({HEADER: "wrong"}, {HEADER: ""}):
-        bare = TestClient(client.app, headers=headers)
+        bare = TestClient(client.app, headers=headers, base_url=BASE)
         for method, path, body in (("get", "/api/games", None), ("get", f"/api/games/{g['id']}", None),
                                    ("post", f"/api/games/{g['id']}/entries", {"entry": OPENING[0]}),
                                    ("post", f"/api/games/{g['id']}/undo", None), ("post", "/api/games", SETUP)):
@@ -66,9 +67,9 @@ def test_wrong_or_missing_token_is_refused_and_changes_nothing(client, games_dir
             assert r.status_code == 401, (path, r.text)
             assert "token" in r.json()["detail"]
     assert snapshot(games_dir) == before
-    page = TestClient(client.app).get("/")
+    page = TestClient(client.app, base_url=BASE).get("/")
     assert page.status_code == 401 and "token" in page.text  # the page asks for the token
-    opened = TestClient(client.app).get(f"/?token={TOKEN}", follow_redirects=False)
+    opened = TestClient(client.app, base_url=BASE).get(f"/?token={TOKEN}", follow_redirects=False)
     assert opened.status_code == 303 and "coupjax_token" in opened.headers["set-cookie"]
 
 
@@ -160,7 +161,7 @@ def test_undo_and_restart_give_back_the_same_game(client, games_dir):
     enter(client, gid, {"seat": 2, "action": "income"})
     undone = client.post(f"/api/games/{gid}/undo").json()
     assert undone == page
-    fresh = TestClient(create_app(games_dir, token=TOKEN, search=False), headers={HEADER: TOKEN})
+    fresh = TestClient(create_app(games_dir, token=TOKEN, search=False), headers={HEADER: TOKEN}, base_url=BASE)
     assert fresh.get(f"/api/games/{gid}").json() == page  # a restarted server resumes exactly
     loaded = Tracker.load(games_dir / f"{gid}.jsonl")  # the record on disk is a seat record
     assert loaded.num_steps == page["table"]["steps"]
@@ -233,7 +234,7 @@ def test_page_advice_with_search_is_the_trackers(games_dir):
     """With the search (it compiles for a minute on a CPU): the whole advice, values and
     standard errors included, equals `Tracker.advice` with the same key.
     Quick twin: test_page_advice_is_the_trackers."""
-    client = TestClient(create_app(games_dir, token=None, search=True))
+    client = TestClient(create_app(games_dir, token=None, search=True), base_url=BASE)
     g = new_game(client, hand=["duke", "captain"], first=1)
     entries = [{"seat": 1, "action": "tax"}, {"action": "all_passed"}, {"seat": 2, "action": "steal:0"},
                {"seat": 3, "action": "pass"}]
@@ -248,7 +249,7 @@ def test_page_advice_with_search_is_the_trackers(games_dir):
 
 
 def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
-    """``coupjax serve --host 0.0.0.0`` prints the address with a one-time token; the API
+    """``coupjax serve --host 0.0.0.0`` prints the address with a session token; the API
     refuses requests without it.  Bad options are one line with exit status 2."""
     import os
     import subprocess
@@ -277,7 +278,7 @@ def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         token = lines[1].split("?token=")[1].split()[0]
-        assert f":{port}/?token={token}" in lines[1] and "one-time token" in lines[1]
+        assert f":{port}/?token={token}" in lines[1] and "session token" in lines[1]
         url = f"http://127.0.0.1:{port}/api/games"
         for _ in range(100):
             try:

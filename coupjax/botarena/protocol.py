@@ -15,6 +15,7 @@ import json
 import jax
 import numpy as np
 
+from coupjax import jsonlines
 from coupjax import rules as R
 from coupjax.view import parse
 
@@ -156,10 +157,9 @@ def check_hello(line: bytes | None) -> tuple[str | None, str]:
     """(None, "") for a good hello reply, else (reason, detail)."""
     if not line:
         return "crash", "closed its stdout before the hello"
-    try:
-        msg = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return "garbage", f"hello reply is not JSON: {_clip(line)}"
+    msg, why = _parse(line)
+    if why:
+        return "garbage", f"hello reply is not JSON we read ({why}): {_clip(line)}"
     if not isinstance(msg, dict) or msg.get("type") != "hello":
         return "garbage", f'hello reply is not {{"type": "hello", ...}}: {_clip(line)}'
     if msg.get("protocol") != PROTOCOL_VERSION:
@@ -175,10 +175,9 @@ def check_reply(line: bytes | None, legal: list[str], num_players: int) -> tuple
     """
     if not line:
         return None, "crash", "closed its stdout"
-    try:
-        msg = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None, "garbage", f"not JSON: {_clip(line)}"
+    msg, why = _parse(line)
+    if why:
+        return None, "garbage", f"not JSON we read ({why}): {_clip(line)}"
     name = msg.get("action") if isinstance(msg, dict) else None
     if not isinstance(name, str):
         return None, "garbage", f'not {{"action": NAME}}: {_clip(line)}'
@@ -189,6 +188,23 @@ def check_reply(line: bytes | None, legal: list[str], num_players: int) -> tuple
     except ValueError:
         return None, "garbage", f"{name[:80]!r} is no protocol name"
     return name, "illegal", f"{name!r} is not legal now (legal: {', '.join(legal)})"
+
+
+def _parse(line) -> tuple[object, str | None]:
+    """(the reply as JSON, None), or (None, why not) for whatever the reply is: not UTF-8,
+    not JSON, over the bounds of `coupjax.jsonlines` (a huge number, deep nesting) --
+    a bot's reply never raises."""
+    if len(line) > MAX_LINE:
+        return None, f"a line over {MAX_LINE} bytes"
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else str(line)
+        return jsonlines.loads(text, "reply", None), None
+    except UnicodeDecodeError:
+        return None, "not UTF-8"
+    except jsonlines.ReplayError as err:
+        return None, err.message
+    except Exception as err:  # noqa: BLE001 - whatever a parser may raise on a hostile line
+        return None, type(err).__name__
 
 
 def _clip(line) -> str:

@@ -9,7 +9,9 @@ loop: bots think in their own processes, every JAX call (engine steps, our polic
 observations) runs on one worker thread, so the loop stays free to read bots' answers
 and time them.  A bot's mistake (timeout, crash, garbage, an illegal name, another
 protocol version) forfeits that decision as the rules say and is recorded with its
-reason; the match goes on.  Results per entrant are `coupjax.arena.summarize` rows over
+reason; the match goes on.  Every bot is bounded (`coupjax.botarena.process`: its
+output, its log, its resources, every process it starts), so a tournament always ends
+and reports.  Results per entrant are `coupjax.arena.summarize` rows over
 the matches it played, placements from `coupjax.game.board.placements`.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from coupjax import rules as R
 from coupjax.arena import summarize
 from coupjax.botarena import protocol as proto
-from coupjax.botarena.process import BotProcess, split_command
+from coupjax.botarena.process import BotProcess, become_subreaper, children_now, split_command, sweep_orphans
 from coupjax.env import Env
 from coupjax.events import event_to_dict, last_event
 from coupjax.match import Match
@@ -268,9 +270,16 @@ class Arena:
             return result
 
         t0 = time.perf_counter()
-        with open(self.save_dir / "arena.log", "w") as self._log:
-            matches = await asyncio.gather(*(one(i) for i in range(num_matches)))
-        self._log = None
+        before = children_now()
+        reaper = become_subreaper()  # an orphan of a bot becomes ours, to be found and killed
+        try:
+            with open(self.save_dir / "arena.log", "w") as self._log:
+                matches = await asyncio.gather(*(one(i) for i in range(num_matches)))
+        finally:
+            self._log = None
+            sweep_orphans(before, BotProcess.RUNNING)
+            if reaper:
+                become_subreaper(False)
         wall = time.perf_counter() - t0
         return self.report(matches, wall)
 

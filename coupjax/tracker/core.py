@@ -30,7 +30,7 @@ from coupjax.events import event_to_dict, last_event
 from coupjax.game import board
 from coupjax.game import deal as P
 from coupjax.match import compiled
-from coupjax.match import ReplayError
+from coupjax.jsonlines import ReplayError
 from coupjax.tracker import advice as ADV
 from coupjax.tracker import record as REC
 from coupjax.tracker.entries import ALL_PASSED, Entry, TrackerError, entry_from_event, public_view, seat_event

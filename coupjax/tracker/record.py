@@ -8,7 +8,7 @@ seat's own private parts only).
 
 `read` checks every line's schema strictly (nothing coerced or skipped) and hands the
 events to the caller, which replays them (`coupjax.tracker.Tracker.load`); every
-failure is a `coupjax.match.ReplayError` naming the file, the line and the field.
+failure is a `coupjax.jsonlines.ReplayError` (also `coupjax.match.ReplayError`) naming the file, the line and the field.
 A full match (a deal line) is refused with a pointer to `Match.load`, as
 `Match.load` refuses a seat record.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from coupjax import rules as R
 from coupjax.events import FieldError, const, integer, list_of, one_of, record
-from coupjax.match import ReplayError, json_line, lines_of
+from coupjax.jsonlines import ReplayError, json_line, lines_of
 from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"

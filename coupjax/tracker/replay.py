@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from coupjax import rules as R
-from coupjax.match import Match, ReplayError
+from coupjax.jsonlines import ReplayError, first_line, lines_of
+from coupjax.match import Match
 from coupjax.tracker import advice as ADV
 from coupjax.tracker.core import Tracker
 from coupjax.tracker.entries import seat_event
@@ -43,10 +43,9 @@ class Game:
 
 def _first_line(path):
     try:
-        with open(path, "rb") as f:
-            return json.loads(f.readline().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return None
+        return first_line(path)
+    except ReplayError:
+        return None  # Match.load says why, with the line
 
 
 def load_game(path) -> Game:
@@ -62,11 +61,11 @@ def load_game(path) -> Game:
         Match.load(path)
         error, good = None, None
     except ReplayError as err:
-        error, good = err, err.line - 1
+        error, good = err, (err.line or 1) - 1  # no line: the file as a whole is wrong
     if good == 0:
         return Game("match", 0, None, [], [], error)
-    lines = Path(path).read_bytes().split(b"\n")
-    lines = [x.decode("utf-8") for x in (lines if good is None else lines[:good]) if x.strip()]
+    lines = lines_of(path)
+    lines = lines if good is None else lines[:good]
     deal = json.loads(lines[0])
     m = Match(**{k: deal[k] for k in MATCH_ARGS})
     states = [m.state]

@@ -1,21 +1,29 @@
 """The page's HTTP side: a FastAPI app over the games directory.
 
-``create_app(games_dir, token=None, search=True)``.  ``/`` serves the page and
-``/static`` its files (plain HTML, CSS and JS in this package; nothing is fetched
-from elsewhere).  Everything under ``/api`` is JSON.  With a token (``coupjax serve
---host 0.0.0.0``), every ``/api`` request must carry it -- in the ``X-Coupjax-Token``
-header or the cookie that opening ``/?token=...`` once sets -- or gets 401 and
-changes nothing.  A body the page never sends (an unknown key, a wrong type, an
-entry that is not an entry) gets 422 and a game that does not exist 404, both with a
-``detail`` that says what is wrong; neither changes anything.  A rule-breaking entry
-is not such a request: it is kept as a warning on the game (`coupjax.web.table`).
+``create_app(games_dir, token=None, search=True, hosts=LOCAL_HOSTS, policies_dir=None)``.
+``/`` serves the page and ``/static`` its files (plain HTML, CSS and JS in this
+package; nothing is fetched from elsewhere).  Everything under ``/api`` is JSON.
+Every request first passes `coupjax.web.guard`: its ``Host`` must be one of ``hosts``
+(and a write's ``Origin`` too), its body JSON of at most 1 MB, and, with a session
+token (``coupjax serve --host 0.0.0.0``), every ``/api`` request must carry it -- in
+the ``X-Coupjax-Token`` header or the cookie that opening ``/?token=...`` sets -- or
+gets 401 before its body is read.  A body the page never sends (an unknown key, a
+wrong type, an entry that is not an entry) gets 422 and a game that does not exist
+404, both with a ``detail`` that says what is wrong; none of these changes anything.
+A rule-breaking entry is not such a request: it is kept as a warning on the game
+(`coupjax.web.table`, at most `coupjax.web.table.MAX_WARNINGS` of them).
+
+Practice opponents are registered policies or exports under ``policies_dir``
+(`coupjax.web.practice.opponent_policy`): a client never names code to import.
+At most `MAX_GAMES` games are held in memory; every change is on disk first, so one
+dropped from memory is read back when asked for.
 
 The engine, the tracker and the search run under one lock: the page is one person's,
 and a game must not be changed by two requests at once.
 """
 from __future__ import annotations
 
-import hmac
+import collections
 import threading
 from importlib import resources
 from typing import Any, Literal
@@ -27,14 +35,16 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from coupjax.jsonlines import ReplayError
 from coupjax.policies.registry import describe_policies
-from coupjax.web.practice import PracticeGame
+from coupjax.web.guard import COOKIE, HEADER, Guard, token_matches
+from coupjax.web.practice import PracticeGame, checkpoints
 from coupjax.web.replay import replay_frame
-from coupjax.web.store import GameStore, UnknownGame
+from coupjax.web.store import GameExists, GameStore, UnknownGame
 from coupjax.web.table import BadRequest, TableGame
 
-COOKIE = "coupjax_token"
-HEADER = "X-Coupjax-Token"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+MAX_GAMES = 32  # games held in memory (least recently used dropped first; all are on disk)
 Style = Literal["cautious", "balanced", "aggressive"]
 
 
@@ -75,26 +85,33 @@ class StyleBody(Strict):
 
 class UploadBody(Strict):
     name: str = Field("upload.jsonl", max_length=200)
-    text: str = Field(max_length=5_000_000)
+    text: str = Field(max_length=1_000_000)
+
+
+class RenameBody(Strict):
+    name: str = Field(min_length=1, max_length=100)
 
 
 def _static():
     return resources.files("coupjax.web") / "static"
 
 
-def create_app(games_dir, token: str | None = None, search: bool = True) -> FastAPI:
-    """The app (module doc); ``search=False`` leaves the search out of every advice."""
+def create_app(games_dir, token: str | None = None, search: bool = True, hosts=LOCAL_HOSTS,
+               policies_dir=None, any_ip: bool = False) -> FastAPI:
+    """The app (module doc); ``search=False`` leaves the search out of every advice;
+    ``hosts`` (and, with ``any_ip``, any IP address) are the names a request's Host may give."""
     store = GameStore(games_dir)
     lock = threading.RLock()
-    games: dict = {}
+    games: collections.OrderedDict = collections.OrderedDict()
     app = FastAPI(title="coupjax", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.lock, app.state.token, app.state.search = store, lock, token, search
+    app.state.policies_dir, app.state.games = policies_dir, games
+    app.add_middleware(Guard, hosts=hosts, token=token, any_ip=any_ip)
 
     def authorized(request: Request) -> bool:
         if token is None:
             return True
-        given = request.headers.get(HEADER) or request.cookies.get(COOKIE) or ""
-        return hmac.compare_digest(given.encode(), token.encode())
+        return token_matches(request.headers.get(HEADER) or request.cookies.get(COOKIE) or "", token)
 
     def check_token(request: Request) -> None:
         if not authorized(request):
@@ -117,9 +134,24 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
     async def _bad(request, exc: BadRequest):  # noqa: ANN001
         return JSONResponse({"detail": exc.message, "field": exc.field}, status_code=422)
 
+    @app.exception_handler(ReplayError)
+    async def _unreadable(request, exc: ReplayError):  # noqa: ANN001 - a saved file that is not a game
+        return JSONResponse({"detail": " ".join(str(exc).split())[:300]}, status_code=422)
+
+    @app.exception_handler(GameExists)
+    async def _exists(request, exc: GameExists):  # noqa: ANN001
+        return JSONResponse({"detail": f"a game named {exc.args[0]!r} is already in {store.root}"}, status_code=409)
+
     @app.exception_handler(UnknownGame)
     async def _unknown(request, exc: UnknownGame):  # noqa: ANN001
         return JSONResponse({"detail": f"no game {exc.args[0]!r} in {store.root}"}, status_code=404)
+
+    def keep(g):
+        games[g.id] = g
+        games.move_to_end(g.id)
+        while len(games) > MAX_GAMES:
+            games.popitem(last=False)
+        return g
 
     def game(gid: str):
         store.check_id(gid)
@@ -127,8 +159,11 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
             meta = store.read_meta(gid)
             if meta is None or meta.get("kind") not in ("table", "practice"):
                 raise BadRequest(f"{gid} is a game file to replay, not a game to continue", "id")
-            cls = TableGame if meta["kind"] == "table" else PracticeGame
-            games[gid] = cls.load(store, gid, meta)
+            if meta["kind"] == "table":
+                keep(TableGame.load(store, gid, meta))
+            else:
+                keep(PracticeGame.load(store, gid, meta, policies_dir))
+        games.move_to_end(gid)
         return games[gid]
 
     def use_search(flag: int | None) -> bool:
@@ -145,7 +180,7 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
     def index(request: Request):
         given = request.query_params.get("token")
         if token is not None and given is not None:
-            if not hmac.compare_digest(given.encode(), token.encode()):
+            if not token_matches(given, token):
                 return HTMLResponse(_page("token.html").replace("{{message}}", "That token is wrong."), 401)
             resp = RedirectResponse("/", status_code=303)
             resp.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -158,27 +193,27 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
 
     @app.get("/api/info", dependencies=api)
     def info():
-        return {"policies": describe_policies(), "styles": ["cautious", "balanced", "aggressive"],
+        return {"policies": describe_policies(), "checkpoints": checkpoints(policies_dir), "styles": ["cautious", "balanced", "aggressive"],
                 "roles": ["duke", "assassin", "captain", "ambassador", "contessa"], "search": search,
                 "games_dir": str(store.root)}
 
     @app.get("/api/games", dependencies=api)
     def list_games():
-        return {"games": store.list()}
+        rows, skipped = store.scan()
+        return {"games": rows, "skipped": skipped} if skipped else {"games": rows}
 
     @app.post("/api/games", dependencies=api)
     def new_table(body: TableSetup):
         with lock:
-            g = TableGame.create(store, body.num_players, body.names, body.seat, body.hand, body.first, body.style)
-            games[g.id] = g
+            g = keep(TableGame.create(store, body.num_players, body.names, body.seat, body.hand, body.first,
+                                      body.style))
             return page(g)
 
     @app.post("/api/practice", dependencies=api)
     def new_practice(body: PracticeSetup):
         with lock:
-            g = PracticeGame.create(store, body.num_players, body.names, body.seat, body.opponents, body.seed,
-                                    body.style)
-            games[g.id] = g
+            g = keep(PracticeGame.create(store, body.num_players, body.names, body.seat, body.opponents, body.seed,
+                                         body.style, policies_dir))
             return page(g)
 
     @app.get("/api/games/{gid}", dependencies=api)
@@ -241,6 +276,30 @@ def create_app(games_dir, token: str | None = None, search: bool = True) -> Fast
     def upload(body: UploadBody):
         with lock:
             return {"id": store.add_file(body.name, body.text)}
+
+    @app.post("/api/games/{gid}/rename", dependencies=api)
+    def rename(gid: str, body: RenameBody):
+        with lock:
+            try:
+                new = store.rename(gid, body.name)
+            except ValueError as err:
+                raise BadRequest(str(err), "name") from None
+            games.pop(gid, None)
+            return {"id": new}
+
+    @app.delete("/api/games/{gid}", dependencies=api)
+    def delete(gid: str):
+        with lock:
+            store.delete(gid)
+            games.pop(gid, None)
+            return {"deleted": gid}
+
+    @app.get("/api/games/{gid}/download", dependencies=api)
+    def download(gid: str):
+        with lock:
+            data = store.read_record(gid)
+        return Response(data, media_type="application/x-ndjson",
+                        headers={"Content-Disposition": f'attachment; filename="{gid}.jsonl"'})
 
     @app.get("/favicon.ico")
     def favicon():

@@ -1,5 +1,11 @@
-"""A practice match: the player against policies (any `coupjax.policies.spec.resolve_policy`
-spec: a registered name, a run or export directory, module:function), advice on request.
+"""A practice match: the player against policies, advice on request.
+
+An opponent is a registered policy by its name (`coupjax.policies.registry`) or an
+exported checkpoint by its path under the folder the server's owner chose at start
+(``coupjax serve --policies-dir DIR``): `opponent_policy`.  Nothing else -- no
+``module:function`` (the client would choose code to import and call), no path
+outside that folder (the answers would tell which folders exist) -- whether the
+name comes from a request or from a saved game's file.
 
 The match is a `coupjax.match.Match` (a random deal from the seed), saved whole after
 every step, so it resumes exactly and replays with the true hands.  The bots move as
@@ -12,13 +18,16 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
 
+from coupjax.inference import load_policy
 from coupjax.match import Match
-from coupjax.policies.spec import PolicySpecError, resolve_policy
+from coupjax.policies.registry import make_policy, policy_names
 from coupjax.tracker import advice as ADV
 from coupjax.tracker import public_view, seat_event
 from coupjax import rules as R
@@ -30,11 +39,72 @@ from coupjax.web.table import BadRequest, seat_names
 MAX_BOT_STEPS = 2000  # a turn cap ends every match long before this
 
 
-@functools.lru_cache(maxsize=16)
-def bot(spec: str, num_players: int):
-    """The jitted ``(key, state) -> action id`` of a policy spec (cached per spec and table size)."""
+MAX_CHECKPOINTS = 200  # listed on the page
+MAX_DEPTH = 4  # folders deep under --policies-dir that are searched for exports
+EXPORT_FILE = "policy.json"  # what marks an export (`coupjax.inference`)
+
+
+class UnknownOpponent(ValueError):
+    """An opponent that is neither a registered name nor a checkpoint under the policies folder."""
+
+
+def checkpoint_path(name: str, policies_dir) -> Path | None:
+    """The export ``name`` names under ``policies_dir`` (a relative path of plain parts,
+    resolved inside the folder, links included), else None."""
+    if policies_dir is None or not isinstance(name, str) or not name or len(name) > 300 or "\0" in name:
+        return None
+    parts = Path(name).parts
+    if Path(name).is_absolute() or any(p in ("..", ".", "") or p.startswith(".") for p in parts):
+        return None
+    root = Path(policies_dir).resolve()
+    path = (root / name).resolve()
+    if root not in path.parents:
+        return None
+    if (path / EXPORT_FILE).is_file() or (path / "export" / EXPORT_FILE).is_file():
+        return path
+    return None
+
+
+def checkpoints(policies_dir) -> list[str]:
+    """The exports under ``policies_dir`` by their names there (at most `MAX_CHECKPOINTS`)."""
+    if policies_dir is None:
+        return []
+    root, out = Path(policies_dir), []
+    for here, dirs, files in os.walk(root):
+        deep = len(Path(here).relative_to(root).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if deep < MAX_DEPTH else []
+        if EXPORT_FILE in files:
+            rel = Path(here).relative_to(root)
+            name = str(rel.parent if rel.name == "export" and rel.parent != Path(".") else rel)
+            if name != "." and name not in out:
+                out.append(name)
+            if len(out) >= MAX_CHECKPOINTS:
+                break
+    return out
+
+
+def opponent_policy(spec: str, num_players: int, policies_dir=None):
+    """The policy an opponent ``spec`` names (module doc); `UnknownOpponent` otherwise,
+    with one message whatever was tried, so it tells nothing about the server's disk."""
     env = Match(num_players).env
-    policy = resolve_policy(spec, env)
+    if isinstance(spec, str) and spec in policy_names():
+        try:
+            return make_policy(spec, env)
+        except TypeError:  # a registered factory that needs an argument (selfplay_search:DIR)
+            pass
+    path = checkpoint_path(spec, policies_dir)
+    if path is not None:
+        return load_policy(path, num_players=num_players)
+    where = " or a checkpoint under the server's --policies-dir" if policies_dir is not None else \
+        " (the server was started without --policies-dir, so no checkpoint)"
+    raise UnknownOpponent(f"{str(spec)[:100]!r} is not an opponent: give a registered policy "
+                          f"({', '.join(policy_names())}){where}")
+
+
+@functools.lru_cache(maxsize=16)
+def bot(spec: str, num_players: int, policies_dir=None):
+    """The jitted ``(key, state) -> action id`` of an opponent (cached per spec, table size and folder)."""
+    policy = opponent_policy(spec, num_players, policies_dir)
     return jax.jit(lambda key, state: jax.random.categorical(key, policy(key, state)).astype(np.int32))
 
 
@@ -43,11 +113,13 @@ class PracticeGame:
 
     kind = "practice"
 
-    def __init__(self, store: GameStore, gid: str, meta: dict, match: Match):
+    def __init__(self, store: GameStore, gid: str, meta: dict, match: Match, policies_dir=None):
         self.store, self.id, self.meta, self.match = store, gid, meta, match
+        self.policies_dir = None if policies_dir is None else str(policies_dir)
 
     @classmethod
-    def create(cls, store: GameStore, num_players, names, seat, opponents, seed=None, style="balanced"):
+    def create(cls, store: GameStore, num_players, names, seat, opponents, seed=None, style="balanced",
+               policies_dir=None):
         if style not in A.STYLES:
             raise BadRequest(f"style: one of {', '.join(A.STYLES)}", "style")
         if isinstance(num_players, bool) or not isinstance(num_players, int) or not 2 <= num_players <= 6:
@@ -60,11 +132,12 @@ class PracticeGame:
         if not isinstance(opponents, list) or len(opponents) != n - 1 or not all(isinstance(x, str) and x
                                                                                    for x in opponents):
             raise BadRequest(f"opponents: one policy spec, or {n - 1} (one per other seat)", "opponents")
+        folder = None if policies_dir is None else str(policies_dir)
         for spec in dict.fromkeys(opponents):
             try:
-                bot(spec, n)
-            except (PolicySpecError, ValueError, TypeError, OSError) as err:
-                raise BadRequest(f"opponents: {err}", "opponents") from None
+                bot(spec, n, folder)
+            except (ValueError, TypeError, OSError) as err:  # unknown, or a broken export
+                raise BadRequest(f"opponents: {' '.join(str(err).split())[:600]}", "opponents") from None
         seed = int(time.time() * 1000) % (2 ** 31) if seed is None else seed
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
             raise BadRequest("seed: 0 to 2**32-1", "seed")
@@ -74,13 +147,13 @@ class PracticeGame:
         given = seat_names(names, n) if names else default
         meta = {"kind": cls.kind, "version": 1, "num_players": n, "seat": seat, "specs": specs, "seed": seed,
                 "names": given, "style": style, "created": time.time(), "warnings": []}
-        game = cls(store, store.new_id("practice"), meta, Match(n, seed))
+        game = cls(store, store.new_id("practice"), meta, Match(n, seed), folder)
         game.play_bots()
         return game
 
     @classmethod
-    def load(cls, store: GameStore, gid: str, meta: dict) -> "PracticeGame":
-        return cls(store, gid, meta, Match.load(store.record_path(gid)))
+    def load(cls, store: GameStore, gid: str, meta: dict, policies_dir=None) -> "PracticeGame":
+        return cls(store, gid, meta, Match.load(store.record_path(gid)), policies_dir)
 
     def save(self) -> None:
         m = self.match
@@ -95,7 +168,11 @@ class PracticeGame:
                 break
             p = m.current_player
             key = jax.random.fold_in(jax.random.PRNGKey(self.meta["seed"]), 1_000_003 + len(m.events))
-            a = int(bot(self.meta["specs"][p], m.num_players)(key, m.state))
+            try:
+                choose = bot(self.meta["specs"][p], m.num_players, self.policies_dir)
+            except (ValueError, TypeError, OSError) as err:  # a saved game naming what this server does not offer
+                raise BadRequest(f"opponents: {' '.join(str(err).split())[:600]}", "opponents") from None
+            a = int(choose(key, m.state))
             m.play(R.action_name(a, p, m.num_players))
         self.save()
 

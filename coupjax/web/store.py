@@ -9,15 +9,25 @@ entered is lost), the style and, for practice, the opponents.  Both files are wr
 whole to a temporary file, flushed to disk and renamed over the old one after every
 entry, so a killed server finds either the old or the new game, never half of one.
 A ``.jsonl`` without a ``.json`` (a match from the arena, an upload) is open to replay.
+
+Every file is read through `coupjax.jsonlines` (a regular file, bounded), so a bad
+one -- an upload of anything, a file edited by hand -- is reported by `scan` and
+skipped, never a failure of the whole list.  A game is renamed (its id) by linking
+both files to the new name before unlinking the old, so a crash in between leaves two
+complete copies, never none; ids are `ID_RE` names inside the directory, so no
+request reaches a file outside it.
 """
 from __future__ import annotations
 
 import json
 import os
+import stat
 import re
 import secrets
 import time
 from pathlib import Path
+
+from coupjax.jsonlines import MAX_FILE_BYTES, ReplayError, first_line, read_bytes, read_json
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -40,6 +50,10 @@ def write_atomic(path: Path, text: str) -> None:
 
 class UnknownGame(KeyError):
     """No game of that id in the store."""
+
+
+class GameExists(KeyError):
+    """A new name that another game already has."""
 
 
 class GameStore:
@@ -76,7 +90,10 @@ class GameStore:
             if not self.record_path(gid).is_file():
                 raise UnknownGame(gid)
             return None
-        return json.loads(path.read_text(encoding="utf-8"))
+        meta = read_json(path)
+        if not isinstance(meta, dict):
+            raise ReplayError(path, None, None, "not a JSON object")
+        return meta
 
     def write(self, gid: str, meta: dict, record) -> None:
         """The page's side first, then the record (module doc): ``record`` is its lines, or
@@ -100,30 +117,95 @@ class GameStore:
         return gid
 
     def list(self) -> list[dict]:
-        """Every game, newest first: id, kind and what the page knows of it."""
-        out = []
+        """Every readable game, newest first: id, kind and what the page knows of it."""
+        return self.scan()[0]
+
+    def scan(self) -> tuple[list[dict], list[dict]]:
+        """(`list`, the files skipped: ``{"id", "error"}`` each, the error one line)."""
+        out, skipped = [], []
         for path in self.root.glob("*.jsonl"):
             gid = path.name[: -len(".jsonl")]
             if not ID_RE.match(gid):
                 continue
             try:
-                meta = self.read_meta(gid)
-            except (ValueError, OSError, UnknownGame):
-                meta = None
-            row = {"id": gid, "modified": path.stat().st_mtime, "kind": "file", "names": None,
-                   "num_players": None, "steps": None, "done": None}
-            if meta:
-                row.update({k: meta.get(k) for k in ("kind", "names", "num_players", "steps", "done", "seat")})
-            else:
-                row["kind"] = _file_kind(path)
-            out.append(row)
-        return sorted(out, key=lambda r: -r["modified"])
+                out.append(self._row(gid, path))
+            except (ValueError, OSError, UnknownGame) as err:
+                skipped.append({"id": gid, "error": _one_line(err)})
+        return sorted(out, key=lambda r: -r["modified"]), sorted(skipped, key=lambda r: r["id"])
+
+    def _row(self, gid: str, path: Path) -> dict:
+        if not path.is_file():
+            raise ReplayError(path, None, None, "not a regular file")
+        meta = self.read_meta(gid)
+        row = {"id": gid, "modified": path.stat().st_mtime, "kind": "file", "names": None,
+               "num_players": None, "steps": None, "done": None}
+        if meta:
+            row.update({k: meta.get(k) for k in ("kind", "names", "num_players", "steps", "done", "seat")})
+        else:
+            row["kind"] = _file_kind(path)
+        return row
+
+    def own_record(self, gid: str) -> Path:
+        """The record of ``gid`` if it is a regular file of the directory itself (not a
+        link to elsewhere, not a FIFO or a device): what may be downloaded or renamed."""
+        path = self.record_path(self.check_id(gid))
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise UnknownGame(gid) from None
+        if not stat.S_ISREG(mode):
+            raise UnknownGame(gid)
+        return path
+
+    def read_record(self, gid: str) -> bytes:
+        """The bytes of a game's file (for download)."""
+        return read_bytes(self.own_record(gid), MAX_FILE_BYTES)
+
+    def rename(self, gid: str, name: str) -> str:
+        """Give a game the id ``name`` (module doc); returns it."""
+        self.own_record(gid)
+        if self.meta_path(gid).is_symlink():
+            raise UnknownGame(gid)
+        new = name.strip() if isinstance(name, str) else ""
+        if not ID_RE.match(new) or new.endswith((".json", ".jsonl", ".tmp")):
+            raise ValueError(f"name: {new[:100]!r} is not a game name (letters, digits, _ . -, at most 100, "
+                             f"starting with a letter or digit)")
+        if new == gid:
+            return gid
+        pairs = [(self.record_path(gid), self.record_path(new))]
+        if self.meta_path(gid).is_file():
+            pairs.insert(0, (self.meta_path(gid), self.meta_path(new)))
+        if any(dst.exists() or dst.is_symlink() for _, dst in pairs) or self.meta_path(new).exists():
+            raise GameExists(new)
+        made = []
+        try:
+            for src, dst in pairs:
+                os.link(src, dst)
+                made.append(dst)
+        except FileExistsError:
+            for dst in made:
+                dst.unlink()
+            raise GameExists(new) from None
+        for src, _ in pairs:
+            src.unlink()
+        return new
+
+    def delete(self, gid: str) -> None:
+        """Remove a game's files: the record first (a page's side alone is never listed)."""
+        self.check_id(gid)
+        if not os.path.lexists(self.record_path(gid)):
+            raise UnknownGame(gid)
+        self.record_path(gid).unlink()
+        self.meta_path(gid).unlink(missing_ok=True)
+
+
+def _one_line(err: Exception) -> str:
+    text = " ".join(str(err).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _file_kind(path: Path) -> str:
-    try:
-        with open(path, "rb") as f:
-            head = json.loads(f.readline().decode("utf-8"))
-        return {"seat_record": "seat record", "deal": "match"}.get(head.get("type"), "file")
-    except (ValueError, UnicodeDecodeError, AttributeError, OSError):
-        return "file"
+    """What a file without the page's side is, from its first line (`ReplayError` if unreadable)."""
+    head = first_line(path)
+    return {"seat_record": "seat record", "deal": "match"}.get(head.get("type"), "file") if isinstance(head, dict) \
+        else "file"

@@ -30,6 +30,9 @@ from coupjax.web.store import GameStore
 ROLE_OPTIONS = [{"label": W.title(r), "value": r} for r in R.ROLES]
 
 
+MAX_WARNINGS = 50  # refused entries kept per game: the oldest settled ones go first, then the oldest
+
+
 class BadRequest(ValueError):
     """A request the page never sends (a malformed entry, a bad set-up): 4xx, nothing changes."""
 
@@ -124,6 +127,7 @@ class TableGame:
                  "step": self.tracker.num_steps, "status": "open",
                  "time": time.time()}
             ws.append(w)
+            bound_warnings(self.meta)
         self.save()
         return w
 
@@ -326,3 +330,12 @@ class TableGame:
             return f"{W.Who(names, p, me)} must lose a card."
         return f"{W.Who(names, p, me)} chooses the cards to keep."
 
+
+def bound_warnings(meta: dict) -> None:
+    """Keep at most `MAX_WARNINGS` warnings (a client refused again and again must not grow
+    the game without end); how many were dropped is counted in ``warnings_dropped``."""
+    ws = meta["warnings"]
+    while len(ws) > MAX_WARNINGS:
+        settled = [k for k, w in enumerate(ws) if w["status"] != "open"]
+        ws.pop(settled[0] if settled else 0)
+        meta["warnings_dropped"] = meta.get("warnings_dropped", 0) + 1
