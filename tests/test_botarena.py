@@ -259,6 +259,8 @@ def test_quick_tournament_through_the_command(tmp_path, export_dir, capsys):
     check_tournament(report, tmp_path / "res", 8, {k: v[1] for k, v in MISBEHAVING.items()})
     assert "win rate" in out and "belief_ev" in out and "timeout" in out
     assert report["entrants"]["tiny"] == {"kind": "policy", "spec": str(export_dir)}
+    logs = sorted((tmp_path / "res" / "logs").glob("*-simple.stderr.log"))  # the hello told it its time
+    assert logs and all("3.0 s per decision" in p.read_text() for p in logs)
     assert set(report["results"]) == {"belief_ev", "tiny", *good_bots(), *MISBEHAVING}
 
 

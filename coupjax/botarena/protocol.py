@@ -39,8 +39,14 @@ def dumps(message: dict) -> bytes:
     return (json.dumps(message, separators=(",", ":")) + "\n").encode()
 
 
-def hello(name: str, match: int) -> dict:
-    return {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "match": match}
+def hello(name: str, match: int, move_timeout: float | None = None) -> dict:
+    """The first message: the protocol version, the entrant's name, the match index and
+    the seconds the bot has per decision (``--move-timeout``; an added field, so the
+    protocol stays version 1)."""
+    msg = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": name, "match": match}
+    if move_timeout is not None:
+        msg["move_timeout"] = float(move_timeout)
+    return msg
 
 
 def start(match: int, seat: int, names: list[str], cards: list[str], coins: list[int]) -> dict:

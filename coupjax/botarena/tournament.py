@@ -214,7 +214,7 @@ class Arena:
                 log = self.save_dir / "logs" / f"match-{index:04d}-seat{seat}-{e.name}.stderr.log"
                 bots[seat] = BotProcess(e.name, e.command, log)
         m, hands, key, look = await self._call(self._new_match, deal_seed, policy_seed, set(bots))
-        await asyncio.gather(*(b.start(proto.hello(b.name, index), timeout) for b in bots.values()))
+        await asyncio.gather(*(b.start(proto.hello(b.name, index, timeout), timeout) for b in bots.values()))
         for seat, b in bots.items():
             b.send(proto.start(index, seat, names, hands[seat], [R.START_COINS] * n))
         forfeits = []

@@ -72,6 +72,7 @@ def main():
         kind = msg["type"]
         if kind == "hello":
             send({"type": "hello", "protocol": PROTOCOL, "name": "simple_bot"})
+            print(f"{msg.get('move_timeout', '?')} s per decision", file=sys.stderr)
         elif kind == "start":
             rng.seed(msg["match"] * 10 + msg["seat"])
             print(f"match {msg['match']}: seat {msg['seat']} of {msg['players']}, cards {msg['cards']}",
