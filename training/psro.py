@@ -3,7 +3,19 @@
 A best response here is training's DQN (`training.dqn`; ``configs/dqn_cpu.yaml``'s
 budget by default) learning in one seat of tables whose other seats all play one frozen
 policy spec (its single-policy ``opponents`` pool).  `evals.exploit` reports how much it
-wins: the exploitability proxy.
+wins: the exploitability proxy.  One learner can be learned to (PSRO hardens an agent
+with this very DQN), so `evals.exploit` also tries learners of other families:
+
+* a PPO best response (`ppo_best_response_config`, `train_ppo_best_response`): the
+  self-play code (`training.selfplay`, ``configs/selfplay_cpu.yaml``) with a league
+  whose fixed pool is the frozen policy alone.  The league always has a ``self``
+  member and at least one snapshot, so they are given weight 0 (``self_weight``,
+  ``snapshot_weight``; ``num_snapshots`` 1, never drawn) and no exploiter or PSRO:
+  every seat but the trained one plays the frozen policy;
+* a search best response (`search_best_response`): no training, the search of
+  `coupjax.search` choosing the action of highest expected value (mode ``expected``)
+  in rollouts where every seat plays the agent's own policy (greedy or at temperature
+  1), i.e. a best response to that model of the opponents, one decision deep.
 
 A self-play run with ``psro_every`` k > 0 fits one to its own network after every k-th
 chunk (not after the last) and puts it, frozen, into its league's fixed pool with weight
@@ -68,18 +80,104 @@ def train_best_response(cfg: DQNConfig, setup=None, log=None):
     t0 = time.time()
     chunk = setup.train_chunk.lower(rs0).compile()
     compile_s = time.time() - t0
-    rs, train_s, m = rs0, 0.0, {}
+    rs, train_s, curve = rs0, 0.0, []
     for c in range(cfg.num_chunks):
         t1 = time.time()
         rs, m = chunk(rs)
-        m = jax.device_get(m)
+        curve.append(float(jax.device_get(m)["win_rate"]))
         train_s += time.time() - t1
         if log:
-            log(f"chunk {c + 1}/{cfg.num_chunks}: training win rate {float(m['win_rate']):.3f}, "
-                f"{train_s:.0f} s")
-    info = {"train_seconds": train_s, "compile_seconds": compile_s,
-            "train_win_rate": float(m["win_rate"]) if m else None}
-    return setup, rs0, rs, info
+            log(f"chunk {c + 1}/{cfg.num_chunks}: training win rate {curve[-1]:.3f}, {train_s:.0f} s")
+    return setup, rs0, rs, _train_info(train_s, compile_s, curve)
+
+
+def _train_info(train_s: float, compile_s: float, curve: list) -> dict:
+    """The figures of a best response's training: ``curve`` is its win rate per chunk
+    (against the frozen copies, as it explores), to show whether it stopped rising."""
+    return {"train_seconds": train_s, "compile_seconds": compile_s,
+            "train_win_rate": curve[-1] if curve else None, "curve": curve}
+
+
+# ------------------------------------------------------------------ other families
+PPO_CONFIG = "selfplay_cpu.yaml"
+
+
+def ppo_best_response_config(spec: str, seed: int, budget: int | None = None, config=PPO_CONFIG,
+                             overrides=()):
+    """The self-play config of a PPO best response to ``spec`` (module doc): ``config``
+    with ``overrides``, every seat but the trained one playing ``spec``, one training
+    seed ``seed``, ``num_chunks = budget`` (if given), no evaluation."""
+    cfg = load_config(config_file(config), overrides)
+    if cfg.algo != "selfplay":
+        raise ConfigError(f"the PPO best response is trained by the self-play code; the config has algo {cfg.algo!r}")
+    d = config_to_dict(cfg)
+    d.update(opponents=spec, seed=int(seed), eval_games=0, self_weight=0.0, snapshot_weight=0.0, num_snapshots=1,
+             table_concentration=0.0, exploiter_tables=0.0, psro_every=0, num_seeds=1, export_seed=0)
+    if budget:
+        d["num_chunks"] = int(budget)
+    d["checkpoint_every"] = d["num_chunks"]
+    return config_from_dict(d)
+
+
+def train_ppo_best_response(cfg, log=None):
+    """Train the self-play run of ``cfg`` (`ppo_best_response_config`): returns (setup,
+    final runner state, info) as `train_best_response`'s info."""
+    import jax
+
+    from training.selfplay import make_train
+
+    setup = make_train(cfg)
+    rs = setup.init(jax.random.PRNGKey(cfg.seed))
+    t0 = time.time()
+    chunk = setup.train_chunk.lower(rs).compile()
+    compile_s = time.time() - t0
+    train_s, curve = 0.0, []
+    for c in range(cfg.num_chunks):
+        t1 = time.time()
+        rs, m = chunk(rs)
+        curve.append(float(jax.device_get(m)["win_rate"].mean()))
+        train_s += time.time() - t1
+        if log:
+            log(f"ppo chunk {c + 1}/{cfg.num_chunks}: training win rate {curve[-1]:.3f}, {train_s:.0f} s")
+    return setup, rs, _train_info(train_s, compile_s, curve)
+
+
+def opponent_model(env, spec: str, temperature: float):
+    """The agent ``spec`` as the search's model of every seat: an export at
+    ``temperature`` (0: greedy), any other policy greedy over its logits (temperature 0)
+    or as it plays (temperature 1)."""
+    import jax.numpy as jnp
+
+    from coupjax.inference import load_policy
+    from coupjax.policies.common import masked_logits
+    from coupjax.policies.spec import describe_spec, locate, resolve_policy
+
+    if describe_spec(spec) == "path":
+        return load_policy(locate(spec), temperature=temperature, num_players=env.num_players)
+    policy = resolve_policy(spec, env)
+    if temperature == 1.0:
+        return policy
+    if temperature != 0.0:
+        raise ValueError(f"a {spec!r} model is greedy (0) or as it plays (1), not temperature {temperature}")
+
+    def greedy(key, state):
+        mask = state.legal_action_mask
+        best = jnp.argmax(jnp.where(mask, policy(key, state), -jnp.inf))
+        return masked_logits(jnp.arange(mask.shape[-1]) == best, mask)
+
+    return greedy
+
+
+def search_best_response(env, spec: str, temperature: float, **budget):
+    """The search best response to ``spec`` (module doc): `coupjax.search`'s default
+    budget (``budget``: `SearchConfig` fields over it), mode ``expected``, rollouts
+    played by `opponent_model`."""
+    import dataclasses
+
+    from coupjax.search import DEFAULT_CONFIG, make_search_policy
+
+    model = opponent_model(env, spec, temperature)
+    return make_search_policy(env, "expected", dataclasses.replace(DEFAULT_CONFIG, rollout_policy=model, **budget))
 
 
 # ------------------------------------------------------------------ PSRO in a self-play run
