@@ -12,7 +12,8 @@ Every loop of the package that plays games is `play` with its own choices:
 * how long: ``num_steps`` iterations (a `lax.scan`; ``record`` stacks [T, B, ...])
   or, by default, until no game is live (a `lax.while_loop`; a per-game step count
   bounded by ``limit``, default `MAX_STEPS`);
-* what to keep: ``record(state, action, new_state) -> pytree`` per step (stacked)
+* what to keep: ``record(tables, action, new_state) -> pytree`` per step (stacked;
+  ``tables``: the carry before the step)
   and ``tally(aux, tables, action, logits, served) -> aux`` (folded into the carry);
   ``reset(tables) -> tables`` after each step replaces games (auto-reset, a queue's
   next game).
@@ -80,6 +81,14 @@ def serve(policies, seats, state, k_pol, live, capacity, it, num_actions: int):
     acting = jnp.take_along_axis(seats, state.current_player[:, None], axis=1)[:, 0]
     logits = jnp.full((B, num_actions), -jnp.inf, jnp.float32)
     served = jnp.zeros(B, bool)
+    seated = [p for p, cap in enumerate(capacity) if cap]
+    if B == 1 and seated:  # one game (a single-seat wrapper's): compute only the acting seat's policy
+        branches = [policies[p] for p in seated]
+        which = jnp.searchsorted(jnp.asarray(seated), acting[0])
+        out = (branches[0](k_pol[0], jax.tree.map(lambda x: x[0], state)) if len(branches) == 1 else
+               jax.lax.switch(which, branches, k_pol[0], jax.tree.map(lambda x: x[0], state)))
+        served = live & jnp.isin(acting, jnp.asarray(seated))
+        return jnp.where(served[:, None], out[None], 0.0), served
     for p, cap in enumerate(capacity):
         if cap == 0:
             continue
@@ -102,18 +111,20 @@ def serve(policies, seats, state, k_pol, live, capacity, it, num_actions: int):
 
 
 def step_tables(env, policies, c: Tables, live, *, capacity, step_keys=per_game_keys, sample=sample_categorical,
-                tally=None, step=None):
+                tally=None, step=None, forced=None):
     """One iteration of `play` on the carry ``c`` with ``live`` games: returns (the carry
-    after the step, (action, logits, served, state before the step))."""
+    after the step, (action, logits, served, the carry before the step))."""
     B = c.state.current_player.shape[0]
     step = jax.vmap(env.step) if step is None else step
     key, (k_pol, k_act, k_step) = step_keys(c.key, c.steps, live)
     logits, served = serve(policies, c.seats, c.state, k_pol, live, capacity, c.it, env.num_actions)
     a = sample(k_act, logits)
+    if forced is not None:
+        a = forced(c, a)
     aux = c.aux if tally is None else tally(c.aux, c, a, logits, served)
     new = step(c.state, a, k_step)
     s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, c.state)
-    return Tables(s, c.steps + served, key, c.seats, aux, c.it + 1), (a, logits, served, c.state)
+    return Tables(s, c.steps + served, key, c.seats, aux, c.it + 1), (a, logits, served, c)
 
 
 def not_finished(limit):
@@ -124,15 +135,19 @@ def not_finished(limit):
 def play(env, policies, state, key, *, seats=None, num_steps: int | None = None, limit=MAX_STEPS,
          record: Callable | None = None, tally: Callable | None = None, aux=None, capacity=None,
          step_keys: Callable = per_game_keys, sample: Callable = sample_categorical, reset: Callable | None = None,
-         live: Callable | None = None, cond: Callable | None = None, step: Callable | None = None):
+         live: Callable | None = None, cond: Callable | None = None, step: Callable | None = None,
+         forced: Callable | None = None, steps=None):
     """Play the games ``state`` [B] with the seated ``policies`` (module doc).
 
     ``live(tables) -> bool[B]``: the games to serve (default: not terminated and under
     ``limit`` decisions, a scalar or int32[B]); ``cond(tables) -> bool`` (while-loop
     mode): go on (default: any game live).  ``capacity``: per policy, games served per
     iteration (static; default every game).  ``step``: the batched step (default the
-    vmapped ``env.step``).  Returns (final `Tables`, records or None): the stacked
-    ``record`` outputs [num_steps, B, ...] in scan mode; without ``num_steps`` the
+    vmapped ``env.step``).  ``forced(tables, sampled) -> actions``: the actions of
+    seats played from outside (a learner's, a user's) in place of the sampled ones.
+    ``steps``: the games' decision counts so far (int32[B]; default zeros).
+
+    Returns (final `Tables`, records or None): the stacked ``record`` outputs [num_steps, B, ...] in scan mode; without ``num_steps`` the
     records of iteration i are row i of a buffer of ``limit`` rows (zeros after the end).
     """
     policies = list(policies) if isinstance(policies, (list, tuple)) else [policies]
@@ -142,11 +157,12 @@ def play(env, policies, state, key, *, seats=None, num_steps: int | None = None,
         seats = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32) % len(policies), (B, n))
     capacity = (B,) * len(policies) if capacity is None else tuple(int(x) for x in capacity)
     live = not_finished(limit) if live is None else live
-    c = Tables(state, jnp.zeros(B, jnp.int32), key, jnp.asarray(seats, jnp.int32), aux, jnp.int32(0))
+    steps = jnp.zeros(B, jnp.int32) if steps is None else jnp.broadcast_to(jnp.asarray(steps, jnp.int32), (B,))
+    c = Tables(state, steps, key, jnp.asarray(seats, jnp.int32), aux, jnp.int32(0))
 
     def body(c):
         c, (a, _, _, before) = step_tables(env, policies, c, live(c), capacity=capacity, step_keys=step_keys,
-                                           sample=sample, tally=tally, step=step)
+                                           sample=sample, tally=tally, step=step, forced=forced)
         rec = None if record is None else record(before, a, c.state)
         return (c if reset is None else reset(c)), rec
 
