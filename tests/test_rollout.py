@@ -2,6 +2,9 @@
 schedule or loop mode, records stacked per step, and one compilation per shape."""
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -72,7 +75,7 @@ def test_records_are_stacked_per_step(env, setup):
     """Scan mode stacks the records [T, B]; while mode writes the same rows into a
     buffer of ``limit`` rows, zeros after the last iteration."""
     policies, seats, keys, state = setup
-    record = lambda s, a, new: {"seat": s.current_player, "action": a, "done": new.terminated}  # noqa: E731
+    record = lambda c, a, new: {"seat": c.state.current_player, "action": a, "done": new.terminated}  # noqa: E731
     T = 5
     c, rec = jax.jit(lambda s: rollout.play(env, policies, s, keys, seats=seats, num_steps=T, record=record))(state)
     assert rec["action"].shape == (T, B) and rec["done"].dtype == jnp.bool_
@@ -101,3 +104,63 @@ def test_one_compilation_per_shape(env, setup):
         s = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(10 + i), B))
         run(s, jax.random.split(jax.random.PRNGKey(i), B), (seats + i) % 2)
     assert run._cache_size() == 1
+
+
+# ------------------------------------------------------------------ one loop that plays
+ROOT = Path(__file__).resolve().parents[1]
+OWN_LOOPS = ("coupjax/rollout.py", "coupjax/search/", "coupjax/game/")
+# Files that may loop over a step themselves, and why.
+EXCEPTIONS = {
+    "training/dqn.py": "its scan is the training loop over the single-seat wrapper's step (the learner's), "
+                       "which plays the games through `coupjax.rollout`",
+}
+# Loops still to move onto `coupjax.rollout` (issue 24); the list may only shrink.
+NOT_YET_PORTED = {"training/selfplay.py", "evals/belief_calibration.py", "training/replication/logs.py"}
+LOOPS = {"scan", "while_loop", "fori_loop"}
+
+
+def _loops_over_a_step(tree) -> bool:
+    """A `lax.scan`/`while_loop`/`fori_loop` call and a call of ``.step(``,
+    ``.step_autoreset(``, ``step_b(`` or a name ``env_step`` in one module."""
+    loop = step = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in LOOPS and isinstance(f.value, ast.Attribute | ast.Name) \
+                    and (getattr(f.value, "attr", None) == "lax" or getattr(f.value, "id", None) == "lax"):
+                loop = True
+            if isinstance(f, ast.Attribute) and f.attr in ("step", "step_autoreset"):
+                step = True
+            if isinstance(f, ast.Name) and f.id == "step_b":
+                step = True
+        if isinstance(node, ast.Name) and node.id == "env_step" or \
+                isinstance(node, ast.FunctionDef) and node.name == "env_step":
+            step = True
+    return loop and step
+
+
+def _game_loops() -> set:
+    found = set()
+    for pkg in ("coupjax", "training", "evals"):
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if not rel.startswith(OWN_LOOPS) and _loops_over_a_step(ast.parse(path.read_text())):
+                found.add(rel)
+    return found
+
+
+def test_games_are_played_through_the_rollout():
+    """Outside the primitive, search and the engine, no module loops over a step
+    itself, but the named exceptions (at most two) and the loops not yet moved."""
+    assert len(EXCEPTIONS) <= 2
+    found = _game_loops()
+    new = found - set(EXCEPTIONS) - NOT_YET_PORTED
+    assert not new, f"{sorted(new)} loop over a step themselves: play through coupjax.rollout.play"
+    moved = NOT_YET_PORTED - found
+    assert not moved, f"{sorted(moved)} no longer loop over a step: take them off NOT_YET_PORTED"
+
+
+def test_the_loop_finder_sees_a_loop_over_a_step():
+    src = "import jax\ndef f(env, s, k):\n    return jax.lax.scan(lambda c, x: (env.step(c, 0, x), None), s, k)\n"
+    assert _loops_over_a_step(ast.parse(src))
+    assert not _loops_over_a_step(ast.parse(src.replace("env.step(c, 0, x)", "c")))
