@@ -25,9 +25,9 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from coupjax import devices as mesh_devices
 from coupjax import rollout
 from coupjax.game import board
 from coupjax.game.tables import tables
@@ -249,7 +249,8 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
             slot = jnp.where(take, pick, B)
             ng = jnp.clip(new_game, 0, G - 1)
             s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, init(keys[ng]))
-            return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"), key=c.key.at[slot].set(keys[ng], mode="drop"),
+            return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
+                              key=c.key.at[slot].set(keys[ng], mode="drop"),
                               seats=c.seats.at[slot].set(idx[ng], mode="drop"),
                               aux=(game.at[slot].set(new_game, mode="drop"), nxt + take.sum().astype(jnp.int32),
                                    {k: v.at[slot].set(0, mode="drop") for k, v in st.items()}, out))
@@ -265,13 +266,13 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
     if D == 1:
         _run = jax.jit(play, static_argnames="capacity")
     else:
-        mesh = Mesh(np.array(devs), ("data",))
+        mesh = mesh_devices.data_mesh(devs)
 
         def sharded(keys, idx, params, capacity, count):
             def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
                 return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
-            return jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data"), P(), P()), out_specs=P("data"),
-                                 check_vma=False)(keys, idx, params, count)
+            specs = (P("data"), P("data"), P(), P())
+            return mesh_devices.shard(local, mesh, specs, P("data"))(keys, idx, params, count)
 
         _run = jax.jit(sharded, static_argnames="capacity")
     default_params = tuple(entries[i].params for i in param_slots)
