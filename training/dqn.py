@@ -34,7 +34,6 @@ from typing import Callable
 import distrax
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
