@@ -13,6 +13,7 @@ import pytest
 
 from coupjax import rollout
 from coupjax.env import Env
+from coupjax.game import board
 from coupjax.policies import make_policy
 
 N, B = 3, 6
@@ -164,3 +165,57 @@ def test_the_loop_finder_sees_a_loop_over_a_step():
     src = "import jax\ndef f(env, s, k):\n    return jax.lax.scan(lambda c, x: (env.step(c, 0, x), None), s, k)\n"
     assert _loops_over_a_step(ast.parse(src))
     assert not _loops_over_a_step(ast.parse(src.replace("env.step(c, 0, x)", "c")))
+
+
+# ------------------------------------------------------------------ the single-seat wrapper
+def _keys(key, t):
+    k_pol, k_act, k_step = jax.random.split(jax.random.fold_in(key, t), 3)
+    return key, jax.random.fold_in(key, -1 - t), k_pol, k_act, k_step
+
+
+def test_single_seat_stops_at_the_seats_decisions(env, setup):
+    """Play-out: every call returns at the outside seat's decision or at the end, and
+    the match goes on to its end; auto-reset: every call returns at a decision of the
+    seat in a live game, a new game where the last one ended for the seat."""
+    from coupjax.wrappers import SingleSeat
+
+    policies = setup[0]
+    seats = jnp.asarray([0, 1, 1], jnp.int32)
+    seat = 2
+    play_out = SingleSeat(env, policies)
+    def record(buf, t, s, a):  # who moved at each decision, and how
+        return buf.at[t].set(jnp.stack([s.current_player, a]))
+
+    advance = jax.jit(lambda s, k, a, t, b: play_out.advance(s, seat, seats, k, _keys, action=a, steps=t,
+                                                             record=record, record_init=b))
+    first = jax.jit(lambda s, k, b: play_out.advance(s, seat, seats, k, _keys, record=record, record_init=b))
+    key = jax.random.PRNGKey(7)
+    out, t, mine = first(env.init(key), key, jnp.full((400, 2), -1, jnp.int32)), 0, []
+    while not bool(out.state.terminated):
+        assert int(out.state.current_player) == seat
+        t += int(out.steps)
+        mine.append(int(np.flatnonzero(np.asarray(out.state.legal_action_mask))[0]))
+        out = advance(out.state, key, jnp.int32(mine[-1]), jnp.int32(t), out.record)
+    t += int(out.steps)
+    moves = np.asarray(out.record)[:t]
+    assert mine and (moves >= 0).all() and not bool(out.over)
+    assert moves[moves[:, 0] == seat, 1].tolist() == mine  # the outside seat's actions, as given
+
+    def new_game(k):
+        return env.init(k), jnp.int32(seat), seats
+
+    reset = SingleSeat(env, policies, new_game=new_game)
+    step = jax.jit(lambda s, st, k, a: reset.advance(s, st, seats, k, _keys, action=a))
+    out = jax.jit(lambda s, k: reset.advance(s, seat, seats, k, _keys))(env.init(key), key)
+    ended = 0
+    for i in range(200):
+        s = out.state
+        assert not bool(s.terminated) and int(s.current_player) == int(out.seat)
+        action = jnp.int32(np.flatnonzero(np.asarray(s.legal_action_mask))[-1])
+        out = step(s, out.seat, jax.random.fold_in(key, i), action)
+        if bool(out.over):  # the last state: the game ended, or the seat lost its last card
+            ended += 1
+            assert bool(out.last.terminated) or not bool(board.alive(out.last)[int(s.current_player)])
+            if ended == 2:
+                break
+    assert ended == 2  # a game ended for the seat and a new one took its place
