@@ -25,9 +25,10 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from coupjax import devices as mesh_devices
+from coupjax import rollout
 from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.metrics import wilson_interval
@@ -35,8 +36,7 @@ from coupjax.policies.common import bluff_actions, policy_entropy
 from coupjax.policies.pools import CONDITIONS, OPPONENTS, SCRIPTED_NAMES
 from coupjax.policies.spec import resolve_policy
 
-# Enough decisions for any game: 200 turns of at most 8 decisions each.
-MAX_STEPS = 3000
+MAX_STEPS = rollout.MAX_STEPS  # enough decisions for any game
 INIT_STREAM = 2**31 - 1  # `fold_in` index of a game's deal (its steps use 0, 1, 2, ...)
 STAT_NAMES = ("decisions", "bluff_opportunities", "bluffs", "challenge_opportunities", "challenges")
 
@@ -50,59 +50,43 @@ class ParamPolicy:
     params: Any
 
 
+def count_stats(T, n):
+    """The `coupjax.rollout.play` tally of the arena's per game and seat stats (the
+    acting seat's decisions, bluffs and challenges with their opportunities, entropy)."""
+
+    def tally(st, c, a, logits, served):
+        s = c.state
+        bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
+        seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
+        chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
+        bluffed = jnp.take_along_axis(bl, a[:, None], axis=1)
+        return {
+            "decisions": st["decisions"] + seat,
+            "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any(axis=1, keepdims=True)),
+            "bluffs": st["bluffs"] + (seat & bluffed),
+            "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
+            "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)[:, None]),
+            "entropy": st["entropy"] + jnp.where(seat, jax.vmap(policy_entropy)(logits)[:, None], 0.0),
+        }
+
+    return tally
+
+
 def serve_step(env, step, T, n, policies, capacity, s, st, keys, t, live, idx, it, k=None):
-    """One iteration of the runners: each policy computed on (at most) ``capacity[p]`` of
-    the live games whose seat to move it plays (a compact batch, counted from a start
-    that rotates with ``it``), actions sampled from each game's key and step, the
-    stats counted and the served games stepped.  Returns (state, stats, served, actions).
+    """One iteration of the runners (`coupjax.rollout.step_tables` with the arena's
+    stats): each policy computed on (at most) ``capacity[p]`` of the live games whose
+    seat to move it plays, actions sampled from each game's key and step, the stats
+    counted and the served games stepped.  Returns (state, stats, served, actions).
 
     ``step``: the vmapped ``env.step``; ``T``: `tables(n)`; ``keys`` [B] and ``t`` [B]:
     each game's key and step count (its policy, action and step keys are
     ``split(fold_in(key, t), 3)``), or ``k`` [B, 3] those keys themselves (a caller with
     its own key scheme, e.g. the advisor's recorder)."""
-    B = s.current_player.shape[0]
-    games = jnp.arange(B)
-    if k is None:
-        k = jax.vmap(lambda key, tt: jax.random.split(jax.random.fold_in(key, tt), 3))(keys, t)
-    k_pol, k_act, k_step = k[:, 0], k[:, 1], k[:, 2]
-    acting = jnp.take_along_axis(idx, s.current_player[:, None], axis=1)[:, 0]
-    logits = jnp.full((B, env.num_actions), -jnp.inf, jnp.float32)
-    served = jnp.zeros(B, bool)
-    for p, cap in enumerate(capacity):
-        if cap == 0:
-            continue
-        want = live & (acting == p)
-        if cap >= B:
-            out = jax.vmap(policies[p])(k_pol, s)
-            logits = jnp.where(want[:, None], out, logits)
-            served = served | want
-            continue
-        # the first `cap` games wanting p, counted from a start that rotates
-        start = (it * cap) % B
-        order = (games + start) % B
-        pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
-        sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
-        safe = jnp.clip(sel, 0, B - 1)
-        out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], s))
-        logits = logits.at[sel].set(out, mode="drop")
-        served = served.at[sel].set(True, mode="drop")
-    logits = jnp.where(served[:, None], logits, 0.0)  # waiting games: any finite logits
-    a = jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
-    bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
-    seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
-    chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
-    bluffed = jnp.take_along_axis(bl, a[:, None], axis=1)
-    st = {
-        "decisions": st["decisions"] + seat,
-        "bluff_opportunities": st["bluff_opportunities"] + (seat & bl.any(axis=1, keepdims=True)),
-        "bluffs": st["bluffs"] + (seat & bluffed),
-        "challenge_opportunities": st["challenge_opportunities"] + (seat & chal_legal),
-        "challenges": st["challenges"] + (seat & chal_legal & (a == T.challenge_id)[:, None]),
-        "entropy": st["entropy"] + jnp.where(seat, jax.vmap(policy_entropy)(logits)[:, None], 0.0),
-    }
-    new = step(s, a, k_step)
-    s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, s)
-    return s, st, served, a
+    step_keys = rollout.per_game_keys if k is None else (lambda key, steps, lv: (key, (k[:, 0], k[:, 1], k[:, 2])))
+    c = rollout.Tables(s, t, keys, idx, st, it)
+    c, (a, _, served, _) = rollout.step_tables(env, policies, c, live, capacity=capacity, step_keys=step_keys,
+                                               tally=count_stats(T, n), step=step)
+    return c.state, c.aux, served, a
 
 
 def _branches(entries, params):
@@ -150,28 +134,15 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
     step = jax.vmap(env.step)
 
-    def serve(policies, capacity, s, st, keys, t, live, idx, it):
-        return serve_step(env, step, T, n, policies, capacity, s, st, keys, t, live, idx, it)
-
     def play(keys, idx, limit, params, capacity):
         B = keys.shape[0]
         policies = _branches(entries, params)
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
         stats = {name: jnp.zeros((B, n), jnp.int32) for name in STAT_NAMES}
         stats["entropy"] = jnp.zeros((B, n), jnp.float32)
-
-        def cond(c):
-            s, t, _, _ = c
-            return (~s.terminated & (t < limit)).any()
-
-        def body(c):
-            s, t, st, it = c
-            live = ~s.terminated & (t < limit)
-            s, st, served, _ = serve(policies, capacity, s, st, keys, t, live, idx, it)
-            return s, t + served, st, it + 1
-
-        state, steps, stats, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros(B, jnp.int32), stats,
-                                                                  jnp.int32(0)))
+        c, _ = rollout.play(env, policies, state, keys, seats=idx, limit=limit, tally=count_stats(T, n), aux=stats,
+                            capacity=capacity, step=step)
+        state, steps, stats = c.state, c.steps, c.aux
         placement = jnp.argsort(jax.vmap(board.placements)(state), axis=1).astype(jnp.int32) + 1
         stats = {k: v if k == "entropy" else v.astype(jnp.int32) for k, v in stats.items()}
         stats["placement"] = placement
@@ -244,18 +215,22 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
         out = dict(zeros(G), entropy=jnp.zeros((G, n), jnp.float32), placement=jnp.zeros((G, n), jnp.int32),
                    coins=jnp.zeros((G, n), jnp.int32), alive=jnp.zeros((G, n), bool),
                    steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
-        carry = (s, jnp.zeros(B, jnp.int32), game, jnp.minimum(B, count).astype(jnp.int32), st, out, jnp.int32(0))
+        gi = jnp.clip(game, 0, G - 1)
+
+        def live(c):
+            game = c.aux[0]
+            return (game < G) & ~c.state.terminated & (c.steps < max_steps)
 
         def cond(c):
-            _, _, game, nxt, _, _, _ = c
+            game, nxt = c.aux[0], c.aux[1]
             return (game < G).any() | (nxt < count)
 
-        def body(c):
-            s, t, game, nxt, st, out, it = c
-            gi = jnp.clip(game, 0, G - 1)
-            live = (game < G) & ~s.terminated & (t < max_steps)
-            s, st, served, _ = serve_step(env, step, T, n, policies, capacity, s, st, keys[gi], t, live, idx[gi], it)
-            t = t + served
+        def tally(aux, c, a, logits, served):
+            game, nxt, st, out = aux
+            return game, nxt, count_stats(T, n)(st, c, a, logits, served), out
+
+        def reset(c):
+            s, t, (game, nxt, st, out) = c.state, c.steps, c.aux
             done = (game < G) & (s.terminated | (t >= max_steps))
             # record the finished games
             row = jnp.where(done, game, G)
@@ -272,14 +247,17 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
             new_game = jnp.where((pick < B) & (nxt + rank < count), nxt + rank, G).astype(jnp.int32)
             take = new_game < G
             slot = jnp.where(take, pick, B)
-            fresh = init(keys[jnp.clip(new_game, 0, G - 1)])
-            s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, fresh)
-            game = game.at[slot].set(new_game, mode="drop")
-            t = t.at[slot].set(0, mode="drop")
-            st = {k: v.at[slot].set(0, mode="drop") for k, v in st.items()}
-            return s, t, game, nxt + take.sum().astype(jnp.int32), st, out, it + 1
+            ng = jnp.clip(new_game, 0, G - 1)
+            s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, init(keys[ng]))
+            return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
+                              key=c.key.at[slot].set(keys[ng], mode="drop"),
+                              seats=c.seats.at[slot].set(idx[ng], mode="drop"),
+                              aux=(game.at[slot].set(new_game, mode="drop"), nxt + take.sum().astype(jnp.int32),
+                                   {k: v.at[slot].set(0, mode="drop") for k, v in st.items()}, out))
 
-        out = jax.lax.while_loop(cond, body, carry)[5]
+        c, _ = rollout.play(env, policies, s, keys[gi], seats=idx[gi], tally=tally, reset=reset, live=live, cond=cond,
+                            aux=(game, jnp.minimum(B, count).astype(jnp.int32), st, out), capacity=capacity, step=step)
+        out = c.aux[3]
         out["wins"] = ((out["placement"] == 1) & out["finished"][:, None]).astype(jnp.int32)
         return out
 
@@ -288,13 +266,13 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
     if D == 1:
         _run = jax.jit(play, static_argnames="capacity")
     else:
-        mesh = Mesh(np.array(devs), ("data",))
+        mesh = mesh_devices.data_mesh(devs)
 
         def sharded(keys, idx, params, capacity, count):
             def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
                 return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
-            return jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data"), P(), P()), out_specs=P("data"),
-                                 check_vma=False)(keys, idx, params, count)
+            specs = (P("data"), P("data"), P(), P())
+            return mesh_devices.shard(local, mesh, specs, P("data"))(keys, idx, params, count)
 
         _run = jax.jit(sharded, static_argnames="capacity")
     default_params = tuple(entries[i].params for i in param_slots)

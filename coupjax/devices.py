@@ -34,3 +34,33 @@ def _backends_started() -> bool:
     except ImportError:  # pragma: no cover - JAX is a dependency
         return False
     return bool(getattr(xla_bridge, "_backends", {}))
+
+
+AXIS = "data"  # the one mesh axis: games (or game slots) split across devices
+
+
+def data_mesh(devices=None, axis: str = AXIS):
+    """The 1-D mesh of data-parallel code: ``devices`` (default all of `jax.devices()`)
+    along ``axis``.  Every sharded loop of the project (the arena's queue, DQN,
+    self-play, the advisor's recorder, the report's `over_devices`, the engine
+    benchmark) builds its mesh here."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+
+    return Mesh(np.asarray(list(jax.devices() if devices is None else devices)), (axis,))
+
+
+def shard(fn, mesh, in_specs, out_specs):
+    """``fn`` under `jax.shard_map` on ``mesh`` (replication unchecked: each device's
+    part is computed from its own rows, collectives are explicit)."""
+    import jax
+
+    return jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False)
+
+
+def batch_sharding(mesh):
+    """Arrays split along their leading (batch) axis over ``mesh``'s one axis."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    return NamedSharding(mesh, PartitionSpec(mesh.axis_names[0]))

@@ -3,7 +3,7 @@
 The agent plays one seat; the other seats are played by our policies (any policy specs,
 `coupjax.policies.resolve_policy`: one per other seat in seat order, or one for all).
 Each ``step(action)`` applies the agent's action and then the opponents' decisions, all
-in one compiled loop, until the agent must decide again (its turn, or a reaction,
+in one compiled loop (`coupjax.wrappers.SingleSeat`, the learner's too), until the agent must decide again (its turn, or a reaction,
 block answer, card loss or exchange choice) or the match ends; an agent knocked out
 watches the match to its end in that same call, so every episode is a whole match.
 
@@ -39,6 +39,7 @@ from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
 from coupjax.game import board
 from coupjax.match import compiled
 from coupjax.policies.spec import resolve_policy
+from coupjax.wrappers import SingleSeat
 
 
 def _opponent_specs(opponents, num_players: int, seat: int) -> tuple:
@@ -62,25 +63,25 @@ def _functions(num_players: int, seat: int, specs: tuple):
     index[others] = [distinct.index(spec) for spec in specs]
     index = jnp.asarray(index)
 
-    def record(carry, action):
+    single = SingleSeat(env, policies, MAX_STEPS)  # play-out: an episode is a whole match
+
+    def keys(key, t):  # the policy key folds in the decision; the step key the next decision
+        deal_key, pol_key = key
+        k_pol, k_act = jax.random.split(jax.random.fold_in(pol_key, t))
+        k_step = jax.random.fold_in(deal_key, t + 1)
+        return key, k_step, k_pol, k_act, k_step
+
+    def record(buf, t, s, action):
+        acts, seats = buf
+        return acts.at[t].set(action), seats.at[t].set(s.current_player)
+
+    def opponents_until_our_turn(carry, pol_key, action=None):
         s, t, acts, seats, deal_key = carry
-        new = env.step(s, action, jax.random.fold_in(deal_key, t + 1))
-        return new, t + 1, acts.at[t].set(action), seats.at[t].set(s.current_player), deal_key
-
-    def opponents_until_our_turn(carry, pol_key):
-        def waiting(c):
-            s, t = c[0], c[1]
-            return ~s.terminated & (s.current_player != seat) & (t < MAX_STEPS)
-
-        def move(c):
-            s, t = c[0], c[1]
-            k_pol, k_act = jax.random.split(jax.random.fold_in(pol_key, t))
-            logits = jax.lax.switch(index[s.current_player], policies, k_pol, s)
-            return record(c, jax.random.categorical(k_act, logits).astype(jnp.int32))
-
-        s, t, acts, seats, _ = carry = jax.lax.while_loop(waiting, move, carry)
-        out = (env.observe(s, seat), s.legal_action_mask, s.terminated, s.rewards[seat], board.placements(s), t)
-        return carry, out
+        out = single.advance(s, seat, index, (deal_key, pol_key), keys, action=action, steps=t, record=record,
+                             record_init=(acts, seats))
+        s, t, (acts, seats) = out.state, t + out.steps, out.record
+        carry = (s, t, acts, seats, deal_key)
+        return carry, (env.observe(s, seat), s.legal_action_mask, s.terminated, s.rewards[seat], board.placements(s), t)
 
     def start(deal_key, pol_key):
         state = env.init(jax.random.fold_in(deal_key, 0))
@@ -88,7 +89,7 @@ def _functions(num_players: int, seat: int, specs: tuple):
         return opponents_until_our_turn((state, jnp.int32(0), buf, buf, deal_key), pol_key)
 
     def advance(carry, action, pol_key):
-        return opponents_until_our_turn(record(carry, action), pol_key)
+        return opponents_until_our_turn(carry, pol_key, action)
 
     return jax.jit(start), jax.jit(advance)
 

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coupjax import rollout
 from coupjax import rules as R
 from coupjax.env import Env
 from coupjax.game import board
@@ -14,8 +15,7 @@ from coupjax.game import board
 
 def uniform_legal_action(key, mask):
     """One batch-wide uniform draw: argmax of uniform noise over the legal actions."""
-    u = jax.random.uniform(key, mask.shape)
-    return jnp.argmax(jnp.where(mask, u, -1.0), axis=-1).astype(jnp.int32)
+    return rollout.uniform_legal(key, mask)
 
 
 def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
@@ -27,27 +27,31 @@ def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
     lay = env.layout
     main_kind = jnp.asarray(lay.main_kind)
 
+    def keys(key, steps, live):  # one key for the batch, split every step
+        key, ka, ks = jax.random.split(key, 3)
+        k_step = jax.random.split(ks, num_games)
+        return key, (k_step, ka, k_step)  # the uniform policy reads no key
+
+    def sample(ka, logits):  # every game is served: its logits are finite exactly where legal
+        return uniform_legal_action(ka, jnp.isfinite(logits))
+
+    def tally(aux, c, a, logits, served):
+        lengths, hist = aux
+        s = c.state
+        declared = (board.phase(s) == R.PH_ACTION) & ~s.terminated
+        kinds = jnp.where(declared, main_kind[a], -1)
+        return lengths + ~s.terminated, hist + (kinds[:, None] == jnp.arange(R.NUM_MAIN_ACTIONS)).sum(0)
+
     @jax.jit
     def run(key):
         k0, key = jax.random.split(key)
         states = jax.vmap(env.init)(jax.random.split(k0, num_games))
-
-        def cond(c):
-            return (~c[0].terminated.all()) & (c[2] < max_steps)
-
-        def body(c):
-            s, key, t, lengths, hist = c
-            key, ka, ks = jax.random.split(key, 3)
-            a = uniform_legal_action(ka, s.legal_action_mask)
-            declared = (board.phase(s) == R.PH_ACTION) & ~s.terminated
-            kinds = jnp.where(declared, main_kind[a], -1)
-            hist = hist + (kinds[:, None] == jnp.arange(R.NUM_MAIN_ACTIONS)).sum(0)
-            lengths = lengths + ~s.terminated
-            s = jax.vmap(env.step)(s, a, jax.random.split(ks, num_games))
-            return s, key, t + 1, lengths, hist
-
-        init = (states, key, 0, jnp.zeros(num_games, jnp.int32), jnp.zeros(R.NUM_MAIN_ACTIONS, jnp.int32))
-        return jax.lax.while_loop(cond, body, init)
+        # every game steps every iteration (a finished one is left as it is by `env.step`)
+        c, _ = rollout.play(env, rollout.uniform_logits, states, key, step_keys=keys, sample=sample, tally=tally,
+                            aux=(jnp.zeros(num_games, jnp.int32), jnp.zeros(R.NUM_MAIN_ACTIONS, jnp.int32)),
+                            live=lambda c: jnp.ones(num_games, bool),
+                            cond=lambda c: (~c.state.terminated.all()) & (c.it < max_steps))
+        return (c.state, c.key, c.it, *c.aux)
 
     return run
 

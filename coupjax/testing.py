@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coupjax import rollout
 from coupjax import rules as R
 from coupjax.events import last_event
 from coupjax.game import board
@@ -34,9 +35,7 @@ from coupjax.game.deal import scramble_unseen
 PUBLIC_FIELDS = ("current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask")
 
 
-def _uniform_legal(key, mask):
-    u = jax.random.uniform(key, mask.shape)
-    return jnp.argmax(jnp.where(mask, u, -1.0), axis=-1).astype(jnp.int32)
+_uniform_legal = rollout.uniform_legal
 
 
 def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> dict:
@@ -97,29 +96,28 @@ def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> 
 def _position_player(env):
     """The jitted game player of `sample_positions` (one compilation per env and shape)."""
 
+    def private(s):
+        ev = last_event(s)
+        return ((ev.phase == R.PH_LOSE) | (ev.phase == R.PH_EXCHANGE)) & (ev.seat != s.current_player)
+
+    def keys(k, steps, live):  # each game splits its own key at each of its steps
+        new = jax.vmap(lambda kk: jax.random.split(kk, 3))(k)
+        return jnp.where(live[:, None], new[:, 0], k), (new[:, 2], new[:, 1], new[:, 2])
+
+    def sample(ka, logits):  # a served game's logits are finite exactly where legal
+        return jax.vmap(_uniform_legal)(ka, jnp.isfinite(logits))
+
     @jax.jit
     def play(key, limit, after_private):
-        def one(k, lim, wait):
-            k0, k = jax.random.split(k)
-            s = env.init(k0)
+        k0, k = jax.vmap(jax.random.split)(jax.random.split(key, limit.shape[0])).transpose(1, 0, 2)
+        s = jax.vmap(env.init)(k0)
 
-            def private(s):
-                ev = last_event(s)
-                return ((ev.phase == R.PH_LOSE) | (ev.phase == R.PH_EXCHANGE)) & (ev.seat != s.current_player)
+        def live(c):
+            t = c.steps
+            stop = (t >= limit) & (~after_private | jax.vmap(private)(c.state) | (t >= limit + 60))
+            return ~c.state.terminated & ~stop
 
-            def cond(c):
-                s, t, _ = c
-                stop = (t >= lim) & (~wait | private(s) | (t >= lim + 60))
-                return ~s.terminated & ~stop
-
-            def body(c):
-                s, t, k = c
-                k, ka, ks = jax.random.split(k, 3)
-                return env.step(s, _uniform_legal(ka, s.legal_action_mask), ks), t + 1, k
-
-            return jax.lax.while_loop(cond, body, (s, jnp.int32(0), k))[0]
-
-        return jax.vmap(one)(jax.random.split(key, limit.shape[0]), limit, after_private)
+        return rollout.play(env, rollout.uniform_logits, s, k, step_keys=keys, sample=sample, live=live)[0].state
 
     return play
 

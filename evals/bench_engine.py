@@ -58,10 +58,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from coupjax import Env
-from coupjax.devices import use_host_cores
+from coupjax.devices import batch_sharding, data_mesh, use_host_cores
 
 DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
 QUICK_BATCH_SIZES = (1, 256)
@@ -172,7 +171,7 @@ def games_sharding(batch: int, shards: int):
     """The batch split along its game axis over the first ``shards`` devices (None: one device)."""
     if shards <= 1 or batch % shards:
         return None
-    return NamedSharding(Mesh(np.asarray(jax.devices()[:shards]), ("games",)), PartitionSpec("games"))
+    return batch_sharding(data_mesh(jax.devices()[:shards], "games"))
 
 
 def _timed(fn, state, key):

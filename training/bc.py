@@ -1,7 +1,7 @@
 """Behaviour cloning of the scripted players (CoupVisor IV.M, C.6).
 
 Games are logged through the engine by policies drawn per seat from the ``teachers``
-pool (`collect`: a jitted `lax.scan` of B games with auto-reset, recording every
+pool (`collect`: `coupjax.rollout.play` of B games with auto-reset, recording every
 decision as ``(obs, mask, action, teacher, game)``).  As in CoupVisor every logged
 player is imitated, unless ``imitate`` names a subset of teachers.
 
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from coupjax import rollout
 from coupjax.env import Env
 from coupjax.policies import resolve_policy
 from training.config import BCConfig, config_to_dict, resolve_pool
@@ -47,31 +48,33 @@ def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
         k1, k2 = jax.random.split(key)
         return env.init(k1), jax.random.categorical(k2, logw, shape=(n,)).astype(jnp.int32)
 
-    def one_step(s, seats, game, key):
-        k_pol, k_act, k_step, k_new = jax.random.split(key, 4)
-        teacher = seats[s.current_player]
-        logits = jax.lax.switch(teacher, policies, k_pol, s) if len(policies) > 1 else policies[0](k_pol, s)
-        a = jax.random.categorical(k_act, logits).astype(jnp.int32)
-        rec = {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher, "game": game}
-        ns = env.step(s, a, k_step)
-        fs, fseats = new_game(k_new)
-        done = ns.terminated
-        ns = jax.tree.map(lambda x, y: jnp.where(done, x, y), fs, ns)
-        return ns, jnp.where(done, fseats, seats), game + done * num_envs, rec, done
+    def keys(carry, steps, live):  # one key per scan step, split per game: policy, action, step, new game
+        step_keys, i, _ = carry
+        k = jax.vmap(lambda kk: jax.random.split(kk, 4))(jax.random.split(step_keys[i], num_envs))
+        return (step_keys, i + 1, k[:, 3]), (k[:, 0], k[:, 1], k[:, 2])
+
+    def record(c, a, new):
+        s, seats = c.state, c.seats
+        teacher = jnp.take_along_axis(seats, s.current_player[:, None], axis=1)[:, 0]
+        return {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher, "game": c.aux[0]}
+
+    def auto_reset(c):  # a finished game is replaced at once by a new one (new teachers)
+        (game, games), done = c.aux, c.state.terminated
+        fs, fseats = jax.vmap(new_game)(c.key[2])
+        s = jax.tree.map(lambda x, y: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), x, y), fs, c.state)
+        return c._replace(state=s, seats=jnp.where(done[:, None], fseats, c.seats),
+                          aux=(game + done * num_envs, games + done.sum()))
 
     @jax.jit
     def collect(key):
         k0, key = jax.random.split(key)
         s, seats = jax.vmap(new_game)(jax.random.split(k0, num_envs))
         game = jnp.arange(num_envs, dtype=jnp.int32)
-
-        def body(c, k):
-            s, seats, game, games = c
-            s, seats, game, rec, done = jax.vmap(one_step)(s, seats, game, jax.random.split(k, num_envs))
-            return (s, seats, game, games + done.sum()), rec
-
-        (_, _, _, games), data = jax.lax.scan(body, (s, seats, game, jnp.int32(0)), jax.random.split(key, steps))
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), games
+        carry = (jax.random.split(key, steps), jnp.int32(0), jax.random.split(k0, num_envs))
+        c, data = rollout.play(env, policies, s, carry, seats=seats, num_steps=steps, record=record, step_keys=keys,
+                               reset=auto_reset, live=lambda c: jnp.ones(num_envs, bool),
+                               aux=(game, jnp.int32(0)))
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), c.aux[1]
 
     return collect
 

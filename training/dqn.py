@@ -34,12 +34,12 @@ from typing import Callable
 import distrax
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
 from training.buffer import BufferState, ReplayBuffer, make_replay_buffer
 from training.config import DQNConfig, config_to_dict, resolve_pool
@@ -202,7 +202,7 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
     if cfg.num_envs % D or cfg.batch_size % D:
         raise ValueError(f"num_envs ({cfg.num_envs}) and batch_size ({cfg.batch_size}) must be multiples of the "
                          f"number of devices ({D})")
-    mesh = Mesh(np.asarray(devices), (AXIS,))
+    mesh = data_mesh(devices, AXIS)
     env = Env(cfg.num_players)
     pool = resolve_pool(cfg.opponents, cfg.policy_modules, "opponents")
     learner = Learner(env, pool, reward=cfg.reward, max_inner_steps=cfg.max_inner_steps)
@@ -290,7 +290,7 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
         }
         return rs, metrics
 
-    smap = lambda f, i, o: jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, check_vma=False)  # noqa: E731
+    smap = lambda f, i, o: shard(f, mesh, i, o)  # noqa: E731
     init_sharded = smap(init_local, P(), specs)
     chunk_sharded = smap(chunk_local, (specs,), (specs, P()))
     init = jax.jit(init_sharded)

@@ -8,7 +8,7 @@
     ls, tr = learner.step(ls, actions, key)            # Transition with leaves [B, ...]
 
 ``step`` applies the learner's action, then advances the other seats with their
-policies in one `lax.while_loop` until it is the learner's turn again, or its game is
+policies (`coupjax.wrappers.SingleSeat`, on `coupjax.rollout.play`) until it is the learner's turn again, or its game is
 over (the game ended, or the learning seat was eliminated -- its later turns would
 never come).  A finished game is replaced at once by a fresh ``env.init`` (auto-reset);
 the learning seat of the new game is drawn uniformly from the n seats and each other
@@ -31,10 +31,10 @@ import numpy as np
 from flax import struct
 
 from coupjax.env import Env
-from coupjax.events import last_event
 from coupjax.game import board
 from coupjax.policies import resolve_policy
 from coupjax.state import State
+from coupjax.wrappers import SingleSeat
 from training.rewards import RewardInputs, make_reward
 
 
@@ -70,10 +70,6 @@ class LearnerState:
     env_steps: jnp.ndarray  # int32 []  engine steps taken in this slot (all seats)
 
 
-def _tree_where(c, a, b):
-    return jax.tree.map(lambda x, y: jnp.where(c, x, y), a, b)
-
-
 class Learner:
     """Batched single-agent wrapper; see the module doc.  Pure methods, jit/vmap-able."""
 
@@ -90,6 +86,7 @@ class Learner:
         self.reward_name = reward
         self.reward_fn = make_reward(reward, self.n)
         self.max_inner_steps = int(max_inner_steps)
+        self.seat = SingleSeat(env, self.policies, self.max_inner_steps, new_game=self._new_game)
 
     # ------------------------------------------------------------------ one game
     def _new_game(self, key):
@@ -99,51 +96,28 @@ class Learner:
         opp = jax.random.categorical(k_opp, self.log_weights, shape=(self.n,)).astype(jnp.int32)
         return s, seat, opp
 
-    def _opponent_action(self, s, opp, key):
-        k_pol, k_act = jax.random.split(key)
-        if len(self.policies) == 1:
-            logits = self.policies[0](k_pol, s)
-        else:
-            logits = jax.lax.switch(opp[s.current_player], self.policies, k_pol, s)
-        return jax.random.categorical(k_act, logits).astype(jnp.int32)
+    @staticmethod
+    def _keys(key, t):
+        """A carried key split at every engine step (new game, action, step)."""
+        key, k_new, k_act, k_step = jax.random.split(key, 4)
+        k_pol, k_act = jax.random.split(k_act)
+        return key, k_new, k_pol, k_act, k_step
 
     def _advance(self, s, seat, opp, key, action=None):
-        """Engine steps (with auto-reset) until a live game is at a decision of its learner.
+        """Engine steps (with auto-reset) until a live game is at a decision of its learner:
+        `coupjax.wrappers.SingleSeat.advance` (one loop holds the only `env.step` of the
+        program, to keep compiles short).
 
         ``action``: the learner's action, applied by the first step (the game must be at
-        a learner decision); None applies none.  Every other step is an opponent's.  One
-        `lax.while_loop` holds the only `env.step` of the program, to keep compiles short.
+        a learner decision); None applies none.  Every other step is an opponent's.
 
         Returns (state, seat, opp, recorded, term_state, steps): ``recorded`` tells that
         the learner's game at entry ended for it (the game ended or the learner was
         eliminated); then ``term_state`` is that game's last state and ``state`` a new
         game.  ``steps`` counts the engine steps taken in live games.
         """
-        pending0 = jnp.array(action is not None)
-        action = jnp.int32(0) if action is None else jnp.asarray(action, jnp.int32)
-
-        def cond(c):
-            s, seat, _, alive, _, _, _, it, _, pending = c
-            at_learner = ~s.terminated & alive & (s.current_player == seat)
-            return pending | (~at_learner & (it < self.max_inner_steps))
-
-        def body(c):
-            s, seat, opp, alive, recorded, term, key, it, steps, pending = c
-            key, k_new, k_act, k_step = jax.random.split(key, 4)
-            over = (s.terminated | ~alive) & ~pending
-            term = _tree_where(over & ~recorded, s, term)
-            recorded = recorded | over
-            a = jnp.where(pending, action, self._opponent_action(s, opp, k_act))
-            ns = self.env.step(s, a, k_step)
-            n_alive = alive & ~last_event(ns).eliminated[seat]  # the public event of the step
-            fs, fseat, fopp = self._new_game(k_new)
-            s = _tree_where(over, fs, ns)
-            return (s, jnp.where(over, fseat, seat), jnp.where(over, fopp, opp), jnp.where(over, True, n_alive),
-                    recorded, term, key, it + 1, steps + ~over, jnp.array(False))
-
-        c = (s, seat, opp, jnp.array(True), jnp.array(False), s, key, jnp.int32(0), jnp.int32(0), pending0)
-        s, seat, opp, _, recorded, term, _, _, steps, _ = jax.lax.while_loop(cond, body, c)
-        return s, seat, opp, recorded, term, steps
+        out = self.seat.advance(s, seat, opp, key, self._keys, action=action)
+        return out.state, out.seat, out.seats, out.over, out.last, out.steps
 
     def _reset_one(self, key, slot):
         k_new, k_adv = jax.random.split(jax.random.fold_in(key, slot))

@@ -61,6 +61,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from coupjax import rules as R
+from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
 from coupjax.inference import mlp_apply, observation_scale
 from coupjax.view import parse
@@ -255,7 +256,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     if cfg.num_envs % D or (cfg.num_envs // D * cfg.rollout_steps) % cfg.num_minibatches:
         raise ValueError(f"num_envs ({cfg.num_envs}) must be a multiple of the number of devices ({D}), and "
                          f"num_minibatches must divide each device's samples")
-    mesh = Mesh(np.asarray(devices), (AXIS,))
+    mesh = data_mesh(devices, AXIS)
     env = Env(cfg.num_players)
     n, A, obs_dim = env.num_players, env.num_actions, env.observation_shape[0]
     league = League(env, resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"), cfg.num_snapshots,
@@ -397,7 +398,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         shard = jax.lax.axis_index(AXIS)
         return jax.vmap(init_one, in_axes=(0, None))(jax.random.split(key, S), shard)
 
-    smap = lambda f, i, o: jax.shard_map(f, mesh=mesh, in_specs=i, out_specs=o, check_vma=False)  # noqa: E731
+    smap = lambda f, i, o: shard(f, mesh, i, o)  # noqa: E731
     init_sharded = smap(init_local, P(), specs)
     chunk_sharded = smap(jax.vmap(chunk_one), (specs,), (specs, P()))
 

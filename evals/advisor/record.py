@@ -32,10 +32,10 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
-from coupjax import arena
+from coupjax import arena, rollout
+from coupjax import devices as mesh_devices
 from coupjax.advice import challenge as A
 from coupjax.env import Env
 from coupjax.game.deal import hidden_hands
@@ -84,13 +84,13 @@ def make_recorder(env: Env, policy_list, max_steps: int = MAX_STEPS, max_scored:
         bufs = dict(obs=jnp.zeros((K, obs_size), jnp.int16), label=jnp.zeros(K, bool),
                     kind=jnp.full(K, -1, jnp.int32), step=jnp.full(K, -1, jnp.int32))
 
-        def cond(c):
-            s, t, _, _, _ = c
-            return ~s.terminated & (t < max_steps)
+        def keys(k, steps, live):  # the game's key split at each of its steps
+            k, k_pol, k_act, k_step = jax.random.split(k[0], 4)
+            return k[None], (k_pol[None], k_act[None], k_step[None])
 
-        def body(c):
-            s, t, b, count, k = c
-            k, k_pol, k_act, k_step = jax.random.split(k, 4)
+        def log(aux, c, a, logits, served):
+            b, count = aux
+            s, t = jax.tree.map(lambda x: x[0], c.state), c.steps[0]
             scored, claimant, role, kind = decide(s)
             # GROUND TRUTH (recorder only): does the claimant's hidden hand hold the role?
             bluff = ~jnp.any(hidden_hands(s)[claimant] == role)
@@ -102,11 +102,11 @@ def make_recorder(env: Env, policy_list, max_steps: int = MAX_STEPS, max_scored:
                 kind=b["kind"].at[i].set(jnp.where(w, kind, b["kind"][i])),
                 step=b["step"].at[i].set(jnp.where(w, t, b["step"][i])),
             )
-            logits = jax.lax.switch(seat_idx[s.current_player], policies, k_pol, s)
-            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
-            return env.step(s, a, k_step), t + 1, b, count + scored, k
+            return b, count + scored
 
-        state, steps, bufs, count, _ = jax.lax.while_loop(cond, body, (state, jnp.int32(0), bufs, jnp.int32(0), key))
+        c, _ = rollout.play(env, policies, jax.tree.map(lambda x: x[None], state), key[None], seats=seat_idx[None],
+                            limit=max_steps, step_keys=keys, tally=log, aux=(bufs, jnp.int32(0)))
+        state, steps, (bufs, count) = jax.tree.map(lambda x: x[0], c.state), c.steps[0], c.aux
         return dict(bufs, count=count, steps=steps, finished=state.terminated)
 
     return jax.jit(lambda key, idx: jax.vmap(one)(jax.random.split(key, idx.shape[0]), idx))
@@ -153,24 +153,27 @@ class QueueRecorder:
             rows = dict(obs=jnp.zeros((M, obs_size), jnp.int16), label=jnp.zeros(M, bool),
                         kind=jnp.zeros(M, jnp.int32), step=jnp.zeros(M, jnp.int32), game=jnp.full(M, G, jnp.int32))
             per = dict(count=jnp.zeros(G, jnp.int32), steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
-            zero = jnp.zeros(B, jnp.int32)
-            carry = (s, run_key, zero, zero, game, jnp.int32(min(B, G)), st, rows, jnp.int32(0), per, jnp.int32(0))
+            tally_stats = arena.count_stats(T, n)
+
+            def split_keys(carry, t, live):  # each game splits its own key at each of its steps
+                run_key, _ = carry
+                k4 = jax.vmap(lambda k: jax.random.split(k, 4))(run_key)
+                return (run_key, k4[:, 0]), (k4[:, 1], k4[:, 2], k4[:, 3])
+
+            def live(c):
+                game = c.aux["game"]
+                return (game < G) & ~c.state.terminated & (c.steps < max_steps)
 
             def cond(c):
-                return (c[4] < G).any() | (c[5] < G)
+                return (c.aux["game"] < G).any() | (c.aux["nxt"] < G)
 
-            def body(c):
-                s, run_key, t, cnt, game, nxt, st, rows, nrows, per, it = c
-                gi = jnp.clip(game, 0, G - 1)
-                live = (game < G) & ~s.terminated & (t < max_steps)
-                k4 = jax.vmap(lambda k: jax.random.split(k, 4))(run_key)
-                scored, claimant, role, kind = jax.vmap(lambda x: scored_decision(x, n))(s)
+            def log(x, c, a, logits, served):  # the scored decisions of the served games
+                s, t, game = c.state, c.steps, x["game"]
+                scored, claimant, role, kind = jax.vmap(lambda y: scored_decision(y, n))(s)
                 # GROUND TRUTH (recorder only): does the claimant's hidden hand hold the role?
-                bluff = ~jnp.any(jax.vmap(lambda x, c_: hidden_hands(x)[c_])(s, claimant) == role[:, None], axis=1)
+                bluff = ~jnp.any(jax.vmap(lambda y, c_: hidden_hands(y)[c_])(s, claimant) == role[:, None], axis=1)
                 obs = jnp.round(s.observation).astype(jnp.int16)
-                s, st, served, _ = arena.serve_step(env, step, T, n, policies, self.capacity, s, st, None, t, live,
-                                                    idx[gi], it, k=k4[:, 1:])
-                run_key = jnp.where(served[:, None], k4[:, 0], run_key)
+                rows, nrows, cnt = x["rows"], x["nrows"], x["cnt"]
                 hit = served & scored
                 w = hit & (cnt < K)
                 pos = jnp.where(w, nrows + jnp.cumsum(w) - 1, M)
@@ -179,9 +182,13 @@ class QueueRecorder:
                             kind=rows["kind"].at[pos].set(kind, mode="drop"),
                             step=rows["step"].at[pos].set(t, mode="drop"),
                             game=rows["game"].at[pos].set(game, mode="drop"))
-                nrows = nrows + w.sum().astype(jnp.int32)
-                cnt = cnt + hit
-                t = t + served
+                return {**x, "st": tally_stats(x["st"], c, a, logits, served), "rows": rows,
+                        "nrows": nrows + w.sum().astype(jnp.int32), "cnt": cnt + hit, "served": served}
+
+            def reload(c):  # record the finished games, then reload idle slots with the next ones
+                x, s, t = c.aux, c.state, c.steps
+                run_key = jnp.where(x["served"][:, None], c.key[1], c.key[0])
+                game, nxt, per, cnt = x["game"], x["nxt"], x["per"], x["cnt"]
                 done = (game < G) & (s.terminated | (t >= max_steps))
                 row = jnp.where(done, game, G)
                 per = dict(count=per["count"].at[row].set(cnt, mode="drop"),
@@ -193,15 +200,21 @@ class QueueRecorder:
                 new_game = jnp.where((pick < B) & (nxt + jnp.arange(R_) < G), nxt + jnp.arange(R_), G).astype(jnp.int32)
                 take = new_game < G
                 slot = jnp.where(take, pick, B)
-                fresh, fkey = jax.vmap(init_game)(keys[jnp.clip(new_game, 0, G - 1)])
-                s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, fresh)
-                run_key = run_key.at[slot].set(fkey, mode="drop")
-                game = game.at[slot].set(new_game, mode="drop")
-                t, cnt = t.at[slot].set(0, mode="drop"), cnt.at[slot].set(0, mode="drop")
-                return s, run_key, t, cnt, game, nxt + take.sum().astype(jnp.int32), st, rows, nrows, per, it + 1
+                ng = jnp.clip(new_game, 0, G - 1)
+                fresh, fkey = jax.vmap(init_game)(keys[ng])
+                s = jax.tree.map(lambda y, f: y.at[slot].set(f, mode="drop"), s, fresh)
+                x = {**x, "per": per, "game": game.at[slot].set(new_game, mode="drop"),
+                     "nxt": nxt + take.sum().astype(jnp.int32), "cnt": cnt.at[slot].set(0, mode="drop")}
+                return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
+                                  key=(run_key.at[slot].set(fkey, mode="drop"), c.key[1]),
+                                  seats=c.seats.at[slot].set(idx[ng], mode="drop"), aux=x)
 
-            out = jax.lax.while_loop(cond, body, carry)
-            return out[7], out[8], out[9]
+            aux = {"game": game, "nxt": jnp.int32(min(B, G)), "st": st, "rows": rows, "nrows": jnp.int32(0),
+                   "per": per, "cnt": jnp.zeros(B, jnp.int32), "served": jnp.zeros(B, bool)}
+            c, _ = rollout.play(env, policies, s, (run_key, run_key), seats=idx[jnp.clip(game, 0, G - 1)],
+                                capacity=self.capacity, step_keys=split_keys, live=live, cond=cond, tally=log,
+                                reset=reload, aux=aux, step=step)
+            return c.aux["rows"], c.aux["nrows"], c.aux["per"]
 
         def local(k, i):  # rows and their count with a leading device axis
             rows, nrows, per = play(k, i)
@@ -210,9 +223,8 @@ class QueueRecorder:
         if D == 1:
             self._play = jax.jit(local)
         else:
-            mesh = Mesh(np.array(devs), ("data",))
-            self._play = jax.jit(jax.shard_map(local, mesh=mesh, in_specs=(P("data"), P("data")),
-                                               out_specs=P("data"), check_vma=False))
+            mesh = mesh_devices.data_mesh(devs)
+            self._play = jax.jit(mesh_devices.shard(local, mesh, (P("data"), P("data")), P("data")))
         self.rows_capacity = M
         self.devices = D
 

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import arena
+from coupjax import rollout
 from coupjax import rules as R
 from coupjax.advice.action_ev import REJECTED_BLUFF_PENALTY, recommend_action
 from coupjax.game import board
@@ -54,24 +55,18 @@ def make_logger(env, max_rows: int = MAX_ROWS):
         buf = dict(obs=jnp.zeros((K, obs_size), jnp.int16), mask=jnp.zeros((K, A), bool),
                    action=jnp.zeros(K, jnp.int32), actor=jnp.zeros(K, jnp.int32), phase=jnp.zeros(K, jnp.int32))
 
-        def cond(c):
-            s, t, _ = c
-            return ~s.terminated & (t < arena.MAX_STEPS)
-
-        def body(c):
-            s, t, b = c
-            k_pol, k_act, k_step = jax.random.split(jax.random.fold_in(key, t), 3)
-            logits = jax.lax.switch(seat_idx[s.current_player], policies, k_pol, s)
-            a = jax.random.categorical(k_act, logits).astype(jnp.int32)
+        def log(b, c, a, logits, served):  # the first K decisions of the game
+            s, t = jax.tree.map(lambda x: x[0], c.state), c.steps[0]
             i = jnp.minimum(t, K - 1)
             w = t < K
             put = lambda arr, x: arr.at[i].set(jnp.where(w, x, arr[i]))  # noqa: E731
-            b = dict(obs=put(b["obs"], jnp.round(s.observation).astype(jnp.int16)),
-                     mask=put(b["mask"], s.legal_action_mask), action=put(b["action"], a),
-                     actor=put(b["actor"], s.current_player), phase=put(b["phase"], board.phase(s)))
-            return env.step(s, a, k_step), t + 1, b
+            return dict(obs=put(b["obs"], jnp.round(s.observation).astype(jnp.int16)),
+                        mask=put(b["mask"], s.legal_action_mask), action=put(b["action"], a[0]),
+                        actor=put(b["actor"], s.current_player), phase=put(b["phase"], board.phase(s)))
 
-        state, count, buf = jax.lax.while_loop(cond, body, (state, jnp.int32(0), buf))
+        c, _ = rollout.play(env, policies, jax.tree.map(lambda x: x[None], state), key[None], seats=seat_idx[None],
+                            limit=arena.MAX_STEPS, tally=log, aux=buf)
+        state, count, buf = jax.tree.map(lambda x: x[0], c.state), c.steps[0], c.aux
         return dict(buf, count=count, winner=board.winner(state), finished=state.terminated)
 
     return over_devices(jax.vmap(one))

@@ -9,9 +9,9 @@ the results equal one device's.  With one device it is ``jax.jit(fn)``.
 from __future__ import annotations
 
 import jax
-import numpy as np
-from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
+
+from coupjax.devices import data_mesh, shard
 
 
 def device_count() -> int:
@@ -22,5 +22,4 @@ def over_devices(fn):
     devs = jax.devices()
     if len(devs) == 1:
         return jax.jit(fn)
-    mesh = Mesh(np.array(devs), ("data",))
-    return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=P("data"), out_specs=P("data"), check_vma=False))
+    return jax.jit(shard(fn, data_mesh(devs), P("data"), P("data")))
