@@ -10,7 +10,7 @@ with this very DQN), so `evals.exploit` also tries learners of other families:
   self-play code (`training.selfplay`, ``configs/selfplay_cpu.yaml``) with a league
   whose fixed pool is the frozen policy alone.  The league always has a ``self``
   member and at least one snapshot, so they are given weight 0 (``self_weight``,
-  ``snapshot_weight``; ``num_snapshots`` 1, never drawn) and no exploiter or PSRO:
+  ``snapshot_weight``; ``num_snapshots`` 1, never drawn) and no PSRO:
   every seat but the trained one plays the frozen policy;
 * a search best response (`search_best_response`): no training, the search of
   `coupjax.search` choosing the action of highest expected value (mode ``expected``)
@@ -112,7 +112,7 @@ def ppo_best_response_config(spec: str, seed: int, budget: int | None = None, co
         raise ConfigError(f"the PPO best response is trained by the self-play code; the config has algo {cfg.algo!r}")
     d = config_to_dict(cfg)
     d.update(opponents=spec, seed=int(seed), eval_games=0, self_weight=0.0, snapshot_weight=0.0, num_snapshots=1,
-             table_concentration=0.0, exploiter_tables=0.0, psro_every=0, num_seeds=1, export_seed=0)
+             table_concentration=0.0, psro_every=0, num_seeds=1, export_seed=0)
     if budget:
         d["num_chunks"] = int(budget)
     d["checkpoint_every"] = d["num_chunks"]
