@@ -99,3 +99,11 @@ def test_advised_plays_exactly_the_page_recommendation():
         assert np.ptp(np.sort(logits[np.isfinite(logits)])[-2:]) > 60 or np.isfinite(logits).sum() == 1
         covered += 1
     assert covered >= 10
+
+
+def test_the_fit_for_games_won_runs_only_on_a_tuning_seed(capsys):
+    from evals import advice_fit
+
+    with pytest.raises(SystemExit) as err:
+        advice_fit.main(["--seed", "7", "--games", "2"])
+    assert err.value.code == 2 and "tuning seeds" in capsys.readouterr().err

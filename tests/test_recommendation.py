@@ -129,6 +129,15 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     lines = out.getvalue().splitlines()
     assert sum(x.startswith("recommended: challenge") for x in lines) == 1
     assert not any(x.startswith(("challenge advice", "search:")) for x in lines)
+    # with the search's values (the tie): still one recommendation, the values beneath it
+    fr["advice"]["search"] = search_values({"pass": (0.25, 0.06), "challenge": (0.25, 0.06)})
+    fr["advice"]["recommendation"] = rec(m, fr["advice"]["search"])
+    out = io.StringIO()
+    RP.render(fr, Console(file=out, width=400))
+    lines = out.getvalue().splitlines()
+    assert sum(x.startswith("recommended:") for x in lines) == 1
+    assert any(x.startswith("recommended: challenge · public fact") for x in lines)
+    assert any(x.startswith("search values: pass +0.25 ± 0.06, challenge +0.25 ± 0.06") for x in lines)
 
 
 def test_page_style_moves_the_one_recommendation():

@@ -26,6 +26,12 @@ The order of authority, and why:
    when the hand holds the role; at a main action, the best one-step expected value.
    Losing a card and keeping cards in an exchange have no advice without the search
    (``action`` -1): the advised policy plays its base there.
+
+The advisor's constants here are `advice_params`: the F1-fitted `AdvisorParams` with
+`ADVICE_OVERRIDES`, the value constants fitted for the games won by a player who follows
+the advice (``python -m evals.advice_fit``, tuning seed 1001).  F1 rewards catching
+bluffs more than the value of a card does, so the F1 fit's alpha 1.0 challenges too
+eagerly: ``advised:honest`` with it lost to plain ``honest``.
 """
 from __future__ import annotations
 
@@ -46,9 +52,19 @@ SOURCES = ("none", "public fact", "challenge advisor", "block rule", "one-step e
            "search, tie broken by the advice", "only legal action")
 (NONE, FACT, ADVISOR, BLOCK_RULE, ONE_STEP, SEARCH, SEARCH_TIE, ONLY_LEGAL) = range(len(SOURCES))
 TIE_SIGMAS = 2.0  # values closer than this many standard errors of their difference are tied
+# Fitted for games won: `python -m evals.advice_fit --seed 1001 --games 300` (advised:honest minus honest, paired,
+# mean over the two opponent conditions): alpha 0.1 +0.052 (aggressive_heavy +0.083 [+0.040, +0.130], honest_heavy
+# +0.020 [-0.007, +0.047]); 0.05 +0.050; 0.2 +0.047; 0.35 +0.030; the F1 fit's 1.0 -0.065.  v_last 2.0 did no better.
+ADVICE_OVERRIDES = {"alpha": 0.1, "v_last": 1.25}
 
 
-def advisor_action(obs, mask, num_players: int, params: AdvisorParams = AdvisorParams(), style="balanced",
+def advice_params(params: AdvisorParams | None = None) -> AdvisorParams:
+    """The advisor constants the recommendation uses: ``params`` (default the F1-fitted
+    `AdvisorParams`) with `ADVICE_OVERRIDES` (module doc)."""
+    return (AdvisorParams() if params is None else params).replace(**ADVICE_OVERRIDES)
+
+
+def advisor_action(obs, mask, num_players: int, params: AdvisorParams | None = None, style="balanced",
                    posterior: dict | None = None) -> dict:
     """The advice layer's own action without search (rule 3 of the module doc), jittable.
 
@@ -57,6 +73,7 @@ def advisor_action(obs, mask, num_players: int, params: AdvisorParams = AdvisorP
     ``challenge`` (the `advise_challenge` dict) and ``values`` (the `recommend_action` dict)."""
     n = num_players
     T = tables(n)
+    params = advice_params() if params is None else params
     post = exact_posterior(obs, n, params.posterior_params()) if posterior is None else posterior
     adv = advise_challenge(obs, n, "exact", params, style, posterior=post)
     vals = recommend_action(obs, mask, n, params, posterior=post)
@@ -82,7 +99,7 @@ def advisor_action(obs, mask, num_players: int, params: AdvisorParams = AdvisorP
     return dict(action=action, source=source, settled=reacting & (fact_chal | certain), challenge=adv, values=vals)
 
 
-def decide(obs, mask, num_players: int, params: AdvisorParams = AdvisorParams(), style="balanced",
+def decide(obs, mask, num_players: int, params: AdvisorParams | None = None, style="balanced",
            q=None, se=None, searched=None) -> dict:
     """The one recommendation (module doc), jittable; ``num_players`` static.
 
@@ -131,7 +148,7 @@ def _search_arrays(search: dict, num_actions: int):
 
 
 def recommend(obs, mask, num_players: int, seat: int, search: dict | None = None, style: str = "balanced",
-              params: AdvisorParams = AdvisorParams()) -> dict | None:
+              params: AdvisorParams | None = None) -> dict | None:
     """The one recommendation for ``seat`` (absolute) from its observation and legal mask,
     with ``search`` the dict of `coupjax.search.advise` if the search ran.  JSON-able:
 
@@ -144,6 +161,7 @@ def recommend(obs, mask, num_players: int, seat: int, search: dict | None = None
     if style not in STYLES:
         raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
     n = num_players
+    params = advice_params() if params is None else params
     obs = jnp.asarray(obs, jnp.float32)
     mask = jnp.asarray(mask, bool)
     args = (obs, mask, params, jnp.float32(STYLES[style]))
@@ -189,7 +207,7 @@ def _claim_reasons(c: dict, seat: int, n: int, params: AdvisorParams) -> list[st
     return out
 
 
-def _reasons(res: dict, out: dict, search, seat: int, n: int, params: AdvisorParams = AdvisorParams()) -> list:
+def _reasons(res: dict, out: dict, search, seat: int, n: int, params: AdvisorParams) -> list:
     reasons = []
     c = res["challenge"]
     if bool(c["decision"]):

@@ -3,7 +3,8 @@
 The point is to judge the advice by the games won by a player who follows it: the
 policy plays BASE's own actions, except at the decisions the advice covers, where it
 plays exactly the one recommendation the page shows without search
-(`coupjax.advice.recommend.decide`, the same function, same advisor constants):
+(`coupjax.advice.recommend.decide`, the same function, the same advisor constants
+`coupjax.advice.recommend.advice_params` unless ``params`` says otherwise):
 
 * ``advised:BASE``: reactions to a claim or a foreign aid and answers to a block
   (challenge, block, pass);
@@ -20,7 +21,7 @@ import jax.numpy as jnp
 
 from coupjax import rules as R
 from coupjax.advice.challenge import STYLES, AdvisorParams
-from coupjax.advice.recommend import decide
+from coupjax.advice.recommend import advice_params, decide
 from coupjax.policies.common import Policy, masked_logits
 from coupjax.view import parse
 
@@ -44,7 +45,7 @@ def make_advised(env, base: str = "honest", params: AdvisorParams | None = None,
         raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
     base_spec, scope = parse_arg(base)
     base_policy = resolve_policy(base_spec, env, **base_kwargs)
-    params = AdvisorParams() if params is None else params
+    params = advice_params() if params is None else params
     n = env.num_players
 
     def policy(key, state):

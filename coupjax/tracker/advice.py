@@ -17,7 +17,7 @@ from coupjax import search
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import AdvisorParams
 from coupjax.advice.explain import challenge_advice, explain_action
-from coupjax.advice.recommend import recommend
+from coupjax.advice.recommend import advice_params, recommend
 from coupjax.beliefs import coupvisor as CV
 from coupjax.beliefs import posterior as POST
 from coupjax.game import board
@@ -96,8 +96,9 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     """The advice for ``seat`` when it is to decide in ``state`` (None otherwise):
     ``recommendation`` (the one action to play, with its reasons and the alternatives'
     values: `coupjax.advice.recommend.recommend`), and the evidence under it:
-    ``challenge`` (at a claim it may challenge: `challenge_advice`, exact belief, with its
-    explanation), ``action`` (at its main action: one-step EVs and `explain_action`) and
+    ``challenge`` (at a claim it may challenge: `challenge_advice`, exact belief and the
+    recommendation's constants `advice_params`, with its explanation), ``action`` (at its
+    main action: one-step EVs and `explain_action`) and
     ``search`` (`coupjax.search.advise` at the default budget, key ``PRNGKey(0)`` unless
     given; its values, its own pick under ``search.action`` is what the search policy
     would play, not the advice)."""
@@ -108,7 +109,7 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     mask = np.asarray(state.legal_action_mask)
     out = {"seat": seat, "phase": R.PHASES[int(board.phase(state))],
            "legal": [R.action_name(int(a), seat, n) for a in np.flatnonzero(mask)]}
-    ch = challenge_advice(obs, n, style=style, observer_seat=seat)
+    ch = challenge_advice(obs, n, params=advice_params(), style=style, observer_seat=seat)  # the recommendation's
     if ch["decision"]:
         out["challenge"] = {k: ch[k] for k in CHALLENGE_KEYS}
     if int(board.phase(state)) == R.PH_ACTION:

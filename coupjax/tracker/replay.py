@@ -149,7 +149,9 @@ def render(fr: dict, console: Console) -> None:
             console.print(f"[bold]the claim:[/bold] {escape(adv['challenge']['explanation'])}")
         if "action" in adv:
             console.print(f"[bold]action EV:[/bold] {escape(adv['action']['explanation'])}")
-        if "search" in adv:
-            console.print(f"[bold]search values:[/bold] {escape(adv['search']['explanation'])}")
+        if "search" in adv:  # the values only: the search's own pick is not a second recommendation
+            values = ", ".join(f"{r['action']} {r['value']:+.2f} ± {r['se']:.2f}" for r in adv["search"]["actions"]
+                               if r["value"] is not None)
+            console.print(f"[bold]search values:[/bold] {escape(values or 'nothing to search')}")
     if fr["event"] is not None:
         console.print(f"-> {escape(describe(fr['event'], seat))}")
