@@ -220,6 +220,8 @@ def _reasons(res: dict, out: dict, search, seat: int, n: int, params: AdvisorPar
     elif src == "block rule":
         reasons.append("You hold the role, so the block is honest." if out["action"].startswith("block:")
                        else "A block would be a bluff: you hold none of the blocking roles.")
+    elif out["action"].startswith("block:"):
+        reasons.append("You hold the blocking role: an honest block stops the action at no risk to a card.")
     if search is not None:
         rows = {r["id"]: r for r in search["actions"] if r["value"] is not None}
         best = max(rows.values(), key=lambda r: r["value"])
