@@ -27,6 +27,7 @@ import pytest
 from coupjax import rules as R
 from coupjax import search
 from coupjax.advice.action_ev import recommend_action
+from coupjax.advice.recommend import advice_params, recommend
 from coupjax.advice.explain import challenge_advice
 from coupjax.events import event_to_dict, last_event
 from coupjax.game import deal as P
@@ -362,7 +363,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
         got = tracker.advice(key=key, budget=budget)
         obs = np.asarray(fn.observe(state, seat))
         assert np.array_equal(obs, tracker.observation())
-        want = challenge_advice(obs, n, observer_seat=seat)
+        want = challenge_advice(obs, n, params=advice_params(), observer_seat=seat)
         if want["decision"]:
             assert {k: want[k] for k in got["challenge"]} == got["challenge"]
         if phase == "action":
@@ -370,6 +371,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
             assert got["action"]["values"] == {R.action_name(int(a), seat, n): round(float(ev[a]), 4)
                                                for a in np.flatnonzero(np.isfinite(ev))}
         assert got["search"] == search.advise(state, key=key, budget=budget)
+        assert got["recommendation"] == recommend(obs, state.legal_action_mask, n, seat, got["search"])
         if sum(phases.values()) >= 6:
             break
     assert phases["action"] and phases["react"], phases

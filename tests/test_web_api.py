@@ -183,7 +183,8 @@ def test_page_advice_is_the_trackers(client):
     t.add({"seat": 3, "action": "pass"})
     assert page["advice_for"] == "now"
     assert page["advice"] == t.advice(use_search=False, key=jax.random.PRNGKey(0))
-    assert page["advice_words"]["challenge"]["call"] in ("challenge", "don't challenge")
+    words = page["advice_words"]
+    assert "call" not in words["challenge"] and words["recommended"]["action"] in page["advice"]["legal"]
     cautious = client.post(f"/api/games/{g['id']}/style", json={"style": "cautious"}).json()
     assert cautious["advice"]["challenge"]["theta"] < page["advice"]["challenge"]["theta"]
 
@@ -245,7 +246,8 @@ def test_page_advice_with_search_is_the_trackers(games_dir):
     assert page["advice_for"] == "now" and "search" in page["advice"]
     assert page["advice"] == t.advice(use_search=True, key=jax.random.PRNGKey(0))
     words = page["advice_words"]
-    assert words["recommended"]["source"] == "search" and len(words["values"]) == len(page["advice"]["legal"])
+    assert words["recommended"]["source"] in ("search", "search, tie broken by the advice")
+    assert len(words["values"]) == len(page["advice"]["legal"])
 
 
 def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):

@@ -99,6 +99,10 @@ standard error of no band).  The fitted values are the `AdvisorParams` defaults 
 live in configs/advisor.yaml with the fitting seed and game counts.  The F1 objective
 drives alpha to its bound 1.0: F1 rewards catching bluffs more than the value of a
 card does.  Played for real, that eagerness loses games -- belief_ev challenges with
+its own play constants (`coupjax.policies.belief_ev.PLAY_OVERRIDES`), and the one
+recommendation the page, the tracker and ``advised:BASE`` give challenges with
+`coupjax.advice.recommend.ADVICE_OVERRIDES` (alpha 0.1), fitted for the games won by a
+player who follows it (``python -m evals.advice_fit``).
 """
 from __future__ import annotations
 

@@ -61,6 +61,10 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "(bluff-blocks an assassination of its last card when the actor seldom challenges), picks the main "
           "action of highest one-step expected value (bluffs only when that value says so) aimed at the most "
           "threatening seat, reveals its least valuable card and keeps its best cards in an exchange.", "belief"),
+    Entry("advised", "coupjax.policies.advised:make_advised",
+          "advised:BASE[:all]: BASE's own play (default honest), with its challenges and blocks (and with :all its main "
+          "actions) taken from the one recommendation the page shows without search, to judge the advice by the "
+          "games it wins.", "belief"),
     Entry("thompson", "coupjax.search.policy:make_thompson",
           "Thompson sampling over the posterior: samples hidden worlds from its own observation, rolls out every "
           "legal action in each (scripted_mix rollouts by default), and plays each action with the share of "

@@ -4,7 +4,8 @@ A spec is one of:
 
 * a registered name (`registry.policy_names`), e.g. ``belief_ev``;
 * ``NAME:ARG`` for a registered factory that takes one argument, e.g.
-  ``selfplay_search:runs/sp`` (the factory is called as ``make(env, ARG)``);
+  ``selfplay_search:runs/sp`` or ``advised:honest:all`` (everything after the first
+  colon is the argument: the factory is called as ``make(env, ARG)``);
 * a run or export directory written by training (`coupjax.inference.load_policy`),
   from the working directory or shipped in the package's configs folder
   (``best_responses/selfplay_seed0``, a frozen DQN best response any pool can name);

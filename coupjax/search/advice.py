@@ -61,7 +61,10 @@ def advise(state, seat=None, mode: str = "expected", budget=None, key=None) -> d
 
     Returns a dict: ``seat``, ``mode``, ``action`` (protocol name, absolute seats) and
     ``action_id``: what the mode plays (expected: the best action; thompson /
-    regularized: a draw from the policy with the key); ``actions``: one entry per legal
+    regularized: a draw from the policy with the key) -- the search policy's move, not
+    the advice: the one recommendation, which also weighs the public facts and the
+    advisor, is `coupjax.advice.recommend.recommend` of these values (the tracker's
+    ``recommendation``); ``actions``: one entry per legal
     action, best value first, with ``action``, ``id``, ``value``, ``se``, ``rollouts``,
     ``best_share`` and ``prob`` (the mode's probability); ``values`` / ``se``: name ->
     float; ``searched``; ``budget``; ``rollout_steps``; ``explanation`` (text).

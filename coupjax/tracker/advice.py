@@ -17,6 +17,7 @@ from coupjax import search
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import AdvisorParams
 from coupjax.advice.explain import challenge_advice, explain_action
+from coupjax.advice.recommend import advice_params, recommend
 from coupjax.beliefs import coupvisor as CV
 from coupjax.beliefs import posterior as POST
 from coupjax.game import board
@@ -24,7 +25,8 @@ from coupjax.game import deal as P
 from coupjax.game.views import observe
 from coupjax.view import parse
 
-CHALLENGE_KEYS = ("recommendation", "challenge", "close_call", "impossible", "p_truth", "p_raw", "theta",
+# the advisor's evidence at a claim; its call is folded into the one ``recommendation``
+CHALLENGE_KEYS = ("challenge", "close_call", "impossible", "p_truth", "p_raw", "theta",
                   "kind_name", "role_name", "explanation")
 
 
@@ -89,12 +91,17 @@ def beliefs(state, seat: int) -> list[dict]:
     return sorted(out, key=lambda b: b["seat"])
 
 
-def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "expected", budget=None) -> dict | None:
+def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "expected", budget=None,
+           style: str = "balanced") -> dict | None:
     """The advice for ``seat`` when it is to decide in ``state`` (None otherwise):
-    ``challenge`` (at a claim it may challenge: `challenge_advice`, exact belief, with its
-    explanation), ``action`` (at its main action: one-step EVs and `explain_action`) and
+    ``recommendation`` (the one action to play, with its reasons and the alternatives'
+    values: `coupjax.advice.recommend.recommend`), and the evidence under it:
+    ``challenge`` (at a claim it may challenge: `challenge_advice`, exact belief and the
+    recommendation's constants `advice_params`, with its explanation), ``action`` (at its
+    main action: one-step EVs and `explain_action`) and
     ``search`` (`coupjax.search.advise` at the default budget, key ``PRNGKey(0)`` unless
-    given)."""
+    given; its values, its own pick under ``search.action`` is what the search policy
+    would play, not the advice)."""
     if bool(state.terminated) or int(state.current_player) != seat:
         return None
     n = int(np.shape(state.rewards)[-1])
@@ -102,7 +109,7 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     mask = np.asarray(state.legal_action_mask)
     out = {"seat": seat, "phase": R.PHASES[int(board.phase(state))],
            "legal": [R.action_name(int(a), seat, n) for a in np.flatnonzero(mask)]}
-    ch = challenge_advice(obs, n, observer_seat=seat)
+    ch = challenge_advice(obs, n, params=advice_params(), style=style, observer_seat=seat)  # the recommendation's
     if ch["decision"]:
         out["challenge"] = {k: ch[k] for k in CHALLENGE_KEYS}
     if int(board.phase(state)) == R.PH_ACTION:
@@ -115,4 +122,5 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     if use_search:
         out["search"] = search.advise(state, key=jax.random.PRNGKey(0) if key is None else key, mode=mode,
                                       budget=budget)
+    out["recommendation"] = recommend(obs, mask, n, seat, out.get("search"), style)
     return out

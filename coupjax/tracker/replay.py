@@ -139,12 +139,18 @@ def render(fr: dict, console: Console) -> None:
     console.print(table)
     adv = fr["advice"]
     if adv:
+        rec = adv.get("recommendation")
+        if rec is not None:
+            close = " (close call)" if rec["close_call"] else ""
+            console.print(f"[bold]recommended:[/bold] {rec['action']}{close} · {rec['source']}. "
+                          f"{escape(' '.join(rec['reasons']))}")
         if "challenge" in adv:
-            console.print(f"[bold]challenge advice:[/bold] {adv['challenge']['recommendation']}. "
-                          f"{escape(adv['challenge']['explanation'])}")
+            console.print(f"[bold]the claim:[/bold] {escape(adv['challenge']['explanation'])}")
         if "action" in adv:
             console.print(f"[bold]action EV:[/bold] {escape(adv['action']['explanation'])}")
-        if "search" in adv:
-            console.print(f"[bold]search:[/bold] {adv['search']['action']}. {escape(adv['search']['explanation'])}")
+        if "search" in adv:  # the values only: the search's own pick is not a second recommendation
+            values = ", ".join(f"{r['action']} {r['value']:+.2f} ± {r['se']:.2f}" for r in adv["search"]["actions"]
+                               if r["value"] is not None)
+            console.print(f"[bold]search values:[/bold] {escape(values or 'nothing to search')}")
     if fr["event"] is not None:
         console.print(f"-> {escape(describe(fr['event'], seat))}")

@@ -281,15 +281,16 @@ function adviceView(g, onRequest) {
     const r = w.recommended;
     box.append(h("p", { class: "rec", id: "recommended" }, h("span", {}, "Recommended: "), h("b", {}, r.text),
       r.value !== undefined && r.value !== null ? h("small", {}, ` (value ${sign(r.value)} ± ${fmt(r.se)})`) : null,
+      r.close_call ? h("small", { class: "close-call" }, " · close call") : null,
       h("small", { class: "src" }, ` · ${r.source}`)));
+    if (r.reasons && r.reasons.length) box.append(h("ul", { class: "reasons", id: "reasons" }, ...r.reasons.map((x) => h("li", {}, x))));
   }
   if (w.challenge) {
     const c = w.challenge;
     box.append(h("div", { class: "call", id: "challenge-call" },
-      h("b", {}, `Challenge call: ${c.call}`), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
-      h("p", {}, c.sentence), c.note ? h("p", { class: "hint" }, c.note) : null, h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
+      h("b", {}, "The claim"), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
+      h("p", {}, c.sentence), h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
   }
-  if (w.block) box.append(h("div", { class: "call", id: "block-call" }, h("b", {}, `Block call: ${w.block.call === "pass" ? "don't block" : "block with " + cap(w.block.call.split(":")[1])}`), h("p", {}, w.block.sentence)));
   if (w.values && w.values.length) {
     const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
     const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, −1 loss … +1 win, ± standard error):"));

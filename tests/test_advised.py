@@ -1,0 +1,109 @@
+"""``advised:BASE``: BASE with its challenges and blocks (``:all``: and main actions) from
+the one recommendation (`coupjax.advice.recommend`); a proper policy that plays exactly
+what the page recommends without search."""
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from coupjax import Env, testing
+from coupjax import rules as R
+from coupjax.match import Match
+from coupjax.policies.advised import parse_arg
+from coupjax.policies.spec import PolicySpecError, describe_spec, resolve_policy
+from coupjax.tracker import advice as ADV
+from coupjax.web import advice as WA
+
+N = 4
+
+
+@functools.lru_cache(maxsize=None)
+def _env():
+    return Env(N)
+
+
+@functools.lru_cache(maxsize=None)
+def _positions():
+    env = _env()
+    states = testing.sample_positions(env, 64, seed=3)
+    return states, testing.scramble_positions(states, 4)
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(spec: str):
+    return jax.jit(resolve_policy(spec, _env()))
+
+
+def test_specs_resolve_and_bad_ones_say_why():
+    assert describe_spec("advised:honest") == describe_spec("advised:honest:all") == "registered:arg"
+    assert parse_arg("honest") == ("honest", "reactions") and parse_arg("cautious:all") == ("cautious", "all")
+    with pytest.raises(ValueError, match="base policy spec"):
+        resolve_policy("advised:all", _env())
+    with pytest.raises(PolicySpecError):
+        resolve_policy("advised:no_such_bot", _env())
+
+
+@pytest.mark.parametrize("spec", ["advised:honest", "advised:cautious:all"])
+def test_advised_passes_check_policy(spec):
+    report = testing.check_policy(resolve_policy(spec, _env()), _env(), *_positions())
+    assert report["positions"] == 64
+
+
+def test_advised_keeps_the_base_where_the_advice_is_silent():
+    states, _ = _positions()
+    keys = jax.random.split(jax.random.PRNGKey(0), 64)
+    base = np.asarray(jax.vmap(resolve_policy("honest", _env()))(keys, states))
+    advised = np.asarray(jax.vmap(_jitted("advised:honest"))(keys, states))
+    phase = np.asarray(states._phase)
+    own = (phase == R.PH_ACTION) | (phase == R.PH_LOSE) | (phase == R.PH_EXCHANGE)
+    assert own.any() and (~own).any()
+    np.testing.assert_array_equal(advised[own], base[own])
+
+
+def _played(spec: str, games: int, seat: int = 1):
+    """(state, logits) at each decision of ``seat`` in a few games against random."""
+    policy = _jitted(spec)
+    rng = np.random.default_rng(0)
+    out = []
+    for g in range(games):
+        m = Match(N, seed=g)
+        for step in range(200):
+            if bool(m.state.terminated):
+                break
+            mask = np.asarray(m.state.legal_action_mask)
+            me = int(m.state.current_player)
+            if me == seat:
+                logits = np.asarray(policy(jax.random.PRNGKey(step), m.state))
+                out.append((m.state, logits))
+                a = int(np.argmax(logits))
+            else:
+                a = int(rng.choice(np.flatnonzero(mask)))
+            m.play(R.action_name(a, me, N))
+    return out
+
+
+def test_advised_plays_exactly_the_page_recommendation():
+    covered = 0
+    for state, logits in _played("advised:honest:all", games=2):
+        if int(state._phase) not in (R.PH_ACTION, R.PH_REACT, R.PH_ANSWER_BLOCK):
+            continue
+        page = WA.advice(state, 1, "balanced", use_search=False)
+        assert page == ADV.advice(state, 1, use_search=False)
+        rec = page["recommendation"]
+        assert rec is not None
+        # the policy's one action (the others floored at probability 1e-30) is the page's recommendation
+        assert int(np.argmax(logits)) == rec["action_id"], (R.PHASES[int(state._phase)], rec)
+        assert np.ptp(np.sort(logits[np.isfinite(logits)])[-2:]) > 60 or np.isfinite(logits).sum() == 1
+        covered += 1
+    assert covered >= 10
+
+
+def test_the_fit_for_games_won_runs_only_on_a_tuning_seed(capsys):
+    from evals import advice_fit
+
+    with pytest.raises(SystemExit) as err:
+        advice_fit.main(["--seed", "7", "--games", "2"])
+    assert err.value.code == 2 and "tuning seeds" in capsys.readouterr().err
