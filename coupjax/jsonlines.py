@@ -34,12 +34,12 @@ class ReplayError(ValueError):
         self.path, self.line, self.field, self.message = path, line, field, message
 
 
-def read_bytes(path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """The bytes of a regular file of at most ``limit`` bytes (`ReplayError` otherwise).
+def _open_regular(path: Path, limit: int):
+    """The open binary file at ``path``, once it is known to be a regular file of at most
+    ``limit`` bytes (`ReplayError` otherwise).
 
     The kind of file is checked with `os.stat` before it is opened (opening a FIFO
     blocks), and again on the open file, in case it was swapped in between."""
-    path = Path(path)
     try:
         st = os.stat(path)
     except OSError as err:
@@ -49,8 +49,19 @@ def read_bytes(path, limit: int = MAX_FILE_BYTES) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as err:
         raise ReplayError(path, None, None, f"cannot read it ({err.strerror or err})") from None
-    with os.fdopen(fd, "rb") as f:
+    f = os.fdopen(fd, "rb")
+    try:
         _check_kind(path, os.fstat(f.fileno()), limit)
+    except ReplayError:
+        f.close()
+        raise
+    return f
+
+
+def read_bytes(path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (`ReplayError` otherwise)."""
+    path = Path(path)
+    with _open_regular(path, limit) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise ReplayError(path, None, None, f"larger than {limit} bytes: not a saved game")
@@ -92,12 +103,7 @@ def first_line(path, limit: int = MAX_LINE_BYTES):
     """The first line of a regular file as JSON (the kind of file it is), bounded like the
     rest; `ReplayError` if it is not one."""
     path = Path(path)
-    try:
-        st = os.stat(path)
-    except OSError as err:
-        raise ReplayError(path, None, None, f"cannot read it ({err.strerror or err})") from None
-    _check_kind(path, st, MAX_FILE_BYTES)
-    with open(path, "rb") as f:
+    with _open_regular(path, MAX_FILE_BYTES) as f:
         line = f.readline(limit + 1)
     if len(line) > limit:
         raise ReplayError(path, 1, None, f"a line over the limit of {limit} bytes")
