@@ -118,7 +118,8 @@ class CoupSeatEnv(gym.Env):
     def _out(self, out):
         obs, mask, terminated, reward, placements, t = jax.device_get(out)
         self._terminated, self._obs = bool(terminated), np.asarray(obs, np.float32)
-        info = {"action_mask": np.asarray(mask, np.int8)}
+        self._mask = np.asarray(mask, bool)
+        info = {"action_mask": self._mask.astype(np.int8)}
         if self._terminated:
             self.placements = [int(s) for s in placements]
             info["placements"] = list(self.placements)
@@ -144,6 +145,13 @@ class CoupSeatEnv(gym.Env):
         self._carry, out = self._advance(self._carry, np.int32(a), self._pol_key)
         obs, reward, terminated, info = self._out(out)
         return obs, reward, terminated, False, info
+
+    def action_masks(self) -> np.ndarray:
+        """bool[num_actions]: the legal actions now, as sb3-contrib's ``MaskablePPO`` (and
+        other maskable learners) ask for them; the same as ``info["action_mask"]``."""
+        if self._carry is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._mask.copy()
 
     @property
     def actions(self) -> list[tuple[int, int]]:

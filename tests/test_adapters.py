@@ -157,3 +157,19 @@ def test_import_coupjax_needs_neither_library():
             "bad = [m for m in ('pettingzoo', 'gymnasium') if m in sys.modules]; assert not bad, bad")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_gymnasium_action_masks_are_the_info_mask():
+    """``action_masks()`` (what sb3-contrib's MaskablePPO calls) is the info's mask, as bools,
+    after reset and after every step; rewards are Python floats."""
+    env = cg.env(num_players=4, seat=0, opponents="random")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.action_masks()
+    obs, info = env.reset(seed=2)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        mask = env.action_masks()
+        assert mask.dtype == bool and np.array_equal(mask, info["action_mask"].astype(bool)) and mask.any()
+        obs, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        assert type(reward) is float
