@@ -297,3 +297,33 @@ def test_serve_on_the_network_prints_a_token_it_then_requires(tmp_path, capsys):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_entries_never_wait_for_the_first_advice_to_compile(tmp_path):
+    """``coupjax serve``'s app compiles a table size's first advice in the background: until
+    it is done, a new game and every entry come back at once with the table and
+    ``advice_pending`` (the seconds so far), then the advice; the start form's table size
+    is compiled on request (``POST /api/warm``)."""
+    import threading
+    import time
+
+    from coupjax.web.readiness import Readiness
+
+    app = create_app(tmp_path, token=None, search=False, background_advice=True)
+    gate, asked = threading.Event(), []
+    app.state.readiness = Readiness(False, table=lambda n: asked.append(n),
+                                    advice=lambda tracker, search: gate.wait(60))
+    client = TestClient(app, base_url=BASE)
+    g = new_game(client, hand=["duke", "captain"], first=1)
+    assert g["advice"] is None and g["advice_pending"]["players"] == 4 and g["advice_pending"]["seconds"] >= 0
+    page = enter(client, g["id"], {"seat": 1, "action": "steal:0"})["game"]  # a decision for me: advice wanted
+    assert page["advice"] is None and page["advice_pending"] and page["table"]["phase"] == "react"
+    assert client.post("/api/warm", json={"num_players": 5}).json()["warm"]["5"]["ready"] is False
+    gate.set()
+    deadline = time.time() + 60
+    while not all(s["ready"] for s in client.get("/api/info").json()["warm"].values()) and time.time() < deadline:
+        time.sleep(0.05)
+    page = client.get(f"/api/games/{g['id']}").json()
+    assert page["advice_pending"] is None and page["advice"] is not None and page["advice_words"]["recommended"]
+    assert sorted(asked) == [4, 5]
+    assert client.post("/api/warm", json={"num_players": 9}).status_code == 422

@@ -121,6 +121,8 @@ def tap(page, selector_or_locator):
     loc = page.locator(selector_or_locator) if isinstance(selector_or_locator, str) else selector_or_locator
     loc.first.click()
     page.wait_for_function(f"document.querySelector('#app').dataset.version !== '{v}'", timeout=WAIT_MS)
+    # the server may still be compiling the table's first advice: the page says so and asks again
+    page.wait_for_function("!document.querySelector('#advice-progress')", timeout=WAIT_MS)
 
 
 def choice(page, action, seat=None):

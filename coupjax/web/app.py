@@ -39,6 +39,7 @@ from coupjax.jsonlines import ReplayError
 from coupjax.policies.registry import describe_policies
 from coupjax.web.guard import COOKIE, HEADER, Guard, token_matches
 from coupjax.web.practice import PracticeGame, checkpoints
+from coupjax.web.readiness import Readiness
 from coupjax.web.replay import replay_frame
 from coupjax.web.store import GameExists, GameStore, UnknownGame
 from coupjax.web.table import BadRequest, TableGame
@@ -50,6 +51,10 @@ Style = Literal["cautious", "balanced", "aggressive"]
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class WarmBody(Strict):
+    num_players: int = Field(ge=2, le=6)
 
 
 class TableSetup(Strict):
@@ -97,15 +102,19 @@ def _static():
 
 
 def create_app(games_dir, token: str | None = None, search: bool = True, hosts=LOCAL_HOSTS,
-               policies_dir=None, any_ip: bool = False) -> FastAPI:
+               policies_dir=None, any_ip: bool = False, background_advice: bool = False) -> FastAPI:
     """The app (module doc); ``search=False`` leaves the search out of every advice;
-    ``hosts`` (and, with ``any_ip``, any IP address) are the names a request's Host may give."""
+    ``hosts`` (and, with ``any_ip``, any IP address) are the names a request's Host may give.
+    With ``background_advice`` (what ``coupjax serve`` runs) a table size's first advice
+    is compiled in the background and a game's page says it is pending meanwhile
+    (`coupjax.web.readiness`); without, a request compiles what it needs itself."""
     store = GameStore(games_dir)
     lock = threading.RLock()
     games: collections.OrderedDict = collections.OrderedDict()
     app = FastAPI(title="coupjax", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.lock, app.state.token, app.state.search = store, lock, token, search
     app.state.policies_dir, app.state.games = policies_dir, games
+    app.state.readiness = Readiness(search)
     app.add_middleware(Guard, hosts=hosts, token=token, any_ip=any_ip)
 
     def authorized(request: Request) -> bool:
@@ -172,7 +181,9 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
     def page(g, search_flag=None, advice: int = 0) -> dict:
         if isinstance(g, PracticeGame):
             return g.page(with_advice=bool(advice), use_search=use_search(search_flag))
-        return g.page(use_search=use_search(search_flag))
+        pending = app.state.readiness.pending(g.tracker.num_players) if background_advice else None
+        out = g.page(use_search=use_search(search_flag), with_advice=pending is None)
+        return {**out, "advice_pending": pending}
 
     api = [Depends(check_token)]
 
@@ -195,15 +206,29 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
     def info():
         return {"policies": describe_policies(), "checkpoints": checkpoints(policies_dir), "styles": ["cautious", "balanced", "aggressive"],
                 "roles": ["duke", "assassin", "captain", "ambassador", "contessa"], "search": search,
-                "games_dir": str(store.root)}
+                "games_dir": str(store.root), "warm": app.state.readiness.status()}
+
+    @app.post("/api/warm", dependencies=api)
+    def warm(body: WarmBody):
+        """Compile a table size's first advice while the player fills in the start form."""
+        if background_advice:
+            app.state.readiness.ensure(body.num_players)
+        return {"warm": app.state.readiness.status()}
 
     @app.get("/api/games", dependencies=api)
     def list_games():
         rows, skipped = store.scan()
         return {"games": rows, "skipped": skipped} if skipped else {"games": rows}
 
+    def table_compiled(num_players: int) -> None:
+        """Under `coupjax serve`, wait for the thread compiling this table size rather than
+        compiling the same functions beside it (`coupjax.web.readiness`)."""
+        if background_advice:
+            app.state.readiness.wait_for_table(num_players)
+
     @app.post("/api/games", dependencies=api)
     def new_table(body: TableSetup):
+        table_compiled(body.num_players)
         with lock:
             g = keep(TableGame.create(store, body.num_players, body.names, body.seat, body.hand, body.first,
                                       body.style))
@@ -223,6 +248,10 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.post("/api/games/{gid}/entries", dependencies=api)
     def enter(gid: str, body: EntryBody, search: int | None = None):
+        with lock:
+            g = game(gid)
+        if isinstance(g, TableGame):
+            table_compiled(g.tracker.num_players)
         with lock:
             g = game(gid)
             if not isinstance(g, TableGame):

@@ -9,15 +9,15 @@ until the server stops -- is made at start and printed with the address to open
 opponents are registered policies and the exports under ``--policies-dir``, if given
 (docs/security.md).
 The engine, the beliefs, the advisor and (unless ``--no-search``) the search are
-compiled for a 4-player table in the background as the server starts, so the first
-game does not wait for them.
+compiled for a 4-player table in the background as the server starts, and for another
+table size as soon as the start form names it (`coupjax.web.readiness`); meanwhile a
+game's events are entered at once and its advice comes when ready.
 """
 from __future__ import annotations
 
 import secrets
 import socket
 import sys
-import threading
 
 LOCAL = ("127.0.0.1", "localhost", "::1")
 
@@ -32,24 +32,6 @@ def lan_address() -> str:
         return socket.gethostname()
     finally:
         s.close()
-
-
-def warm_up(app, num_players: int = 4) -> None:
-    """Compile what a game needs (tracker, beliefs, advice, search) for one table size."""
-    from coupjax.tracker import Tracker
-    from coupjax.web import advice as A
-
-    with app.state.lock:
-        t = Tracker(num_players, 0, ("duke", "captain"), 0)
-        t.beliefs()
-        t.add({"seat": 0, "action": "tax"})
-        A.advice(t.state(), 0, "balanced", False)
-        t.add({"action": "all_passed"})
-        t.add({"seat": 1, "action": "steal:0"})
-        A.advice(t.state(), 0, "balanced", False)
-        if app.state.search:
-            A.advice(t.state(), 0, "balanced", True)
-        A.after_passes(t.state(), 0, [0])
 
 
 def served_hosts(host: str) -> tuple[list[str], bool]:
@@ -72,7 +54,8 @@ def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = Tru
 
     token = None if host in LOCAL else secrets.token_urlsafe(16)
     hosts, any_ip = served_hosts(host)
-    app = create_app(games_dir, token=token, search=search, hosts=hosts, policies_dir=policies_dir, any_ip=any_ip)
+    app = create_app(games_dir, token=token, search=search, hosts=hosts, policies_dir=policies_dir, any_ip=any_ip,
+                     background_advice=True)
     shown = lan_address() if host in ("0.0.0.0", "::") else host
     url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"
     print(f"coupjax: games in {app.state.store.root}"
@@ -82,8 +65,8 @@ def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = Tru
     else:
         print(f"coupjax: open {url}?token={token} (session token, valid until the server stops: {token})",
               flush=True)
-    if warm:
-        threading.Thread(target=warm_up, args=(app,), daemon=True, name="warm-up").start()
+    if warm:  # a 4-player table's first advice compiles while the player opens the page
+        app.state.readiness.ensure(4)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     except OSError as err:

@@ -286,14 +286,15 @@ class TableGame:
         return text
 
     # ------------------------------------------------------------------ the page
-    def page(self, use_search: bool = True, key=None) -> dict:
-        """Everything the table screen shows (JSON-able)."""
+    def page(self, use_search: bool = True, key=None, with_advice: bool = True) -> dict:
+        """Everything the table screen shows (JSON-able); without ``with_advice`` the table
+        alone, at once (the advice is still compiling: `coupjax.web.readiness`)."""
         t, names, me = self.tracker, self.meta["names"], self.tracker.seat
         view = t.view()
         style = self.meta["style"]
         hand = t.own_hand()
         adv, advice_for = None, None
-        if not t.done:
+        if with_advice and not t.done:
             state = t.state()
             if t.current_player == me:
                 adv, advice_for = A.advice(state, me, style, use_search, key), "now"
@@ -303,7 +304,8 @@ class TableGame:
                     adv, advice_for = A.advice(later, me, style, use_search, key), "if_passed"
         return {
             "id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": t.num_players,
-            "style": style, "table": view, "hand": hand, "drawn": t.own_drawn(), "beliefs": t.beliefs(),
+            "style": style, "table": view, "hand": hand, "drawn": t.own_drawn(),
+            "beliefs": t.beliefs() if with_advice else None,
             "advice": adv, "advice_for": advice_for,
             "advice_words": A.describe(adv, names, me, view, hand, style),
             "prompt": self._prompt(view), "choices": self.choices(),

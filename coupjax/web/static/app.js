@@ -116,7 +116,7 @@ function tableForm() {
   const f = S.form || (S.form = { n: 4, names: ["Ann", "Bea", "Cal", "Dan", "Eve", "Fay"], seat: 0, first: 0, hand: ["duke", "captain"], style: "balanced" });
   const sec = h("section", { class: "card", id: "new-table" }, h("h2", {}, "A game at a table"),
     h("p", { class: "hint" }, "Enter what happens at a real table; the page advises you at your decisions."));
-  const players = h("select", { id: "t-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); f.first = Math.min(f.first, f.n - 1); render(); } },
+  const players = h("select", { id: "t-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); f.first = Math.min(f.first, f.n - 1); warmFor(f.n); render(); } },
     [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)));
   sec.append(h("label", {}, "Players ", players));
   const names = h("div", { class: "names" });
@@ -264,8 +264,43 @@ function seatsView(g, table, trueHands) {
   return grid;
 }
 
+function pendingText(p) {
+  return `Preparing advice: ${Math.round(p.seconds)} s (compiling for a ${p.players}-player table, once; ` +
+    "enter what happens meanwhile)";
+}
+
+// While the server compiles a table size's first advice, ask again every second; an event
+// entered meanwhile brings a newer page, which asks again itself if still pending.
+function pollAdvice() {
+  clearTimeout(pollAdvice.timer);
+  pollAdvice.timer = setTimeout(async () => {
+    const g = S.game;
+    if (S.screen !== "game" || !g || !g.advice_pending) return;
+    try {
+      const res = await fetch(withParams(`/api/games/${g.id}`, searchParam()), { credentials: "same-origin" });
+      const fresh = res.ok ? await res.json() : null;
+      if (!fresh || S.game !== g || S.screen !== "game") return pollAdvice();
+      S.game = fresh;
+      if (!fresh.advice_pending) return render();
+      const p = $("#advice-progress");
+      if (p) p.textContent = pendingText(fresh.advice_pending);
+      pollAdvice();
+    } catch (e) { pollAdvice(); }
+  }, 1000);
+}
+
+function warmFor(n) {  // the start form's table size: compile its first advice now
+  fetch("/api/warm", { method: "POST", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
+    body: JSON.stringify({ num_players: n }) }).catch(() => {});
+}
+
 function adviceView(g, onRequest) {
   const box = h("section", { class: "card advice", id: "advice", "aria-live": "polite" }, h("h3", {}, "Advice"));
+  if (g.advice_pending) {
+    box.append(h("p", { class: "hint", id: "advice-progress" }, pendingText(g.advice_pending)));
+    pollAdvice();
+    return box;
+  }
   const w = g.advice_words;
   if (!w) {
     if (onRequest && g.kind === "practice" && !g.done && g.table.current_player === g.seat) {
