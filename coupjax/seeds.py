@@ -34,7 +34,7 @@ TUNING_SEEDS: dict[int, str] = {
        "training seed of the runs the selfplay_* configs were chosen on",
     1000: "evals.advisor_quality --fit: the advisor's claim likelihoods, calibration and value constants",
     1001: "evals.advisor_quality --seat-table: belief_ev's play overrides (PLAY_OVERRIDES); "
-          "evals.exploit --tune: the shipped best response configs/best_responses/selfplay_seed0; "
+          "evals.exploit --tune: the frozen best response once shipped as configs/best_responses/selfplay_seed0 (deleted 2026-12-02); "
           "evals.advice_fit: the advice's challenge constants for games won (coupjax.advice.recommend."
           "ADVICE_OVERRIDES)",
     1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings, "

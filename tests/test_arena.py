@@ -3,6 +3,7 @@ head-to-head tables, parameters as arguments, and the seat-table command."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +18,8 @@ from coupjax.policies.common import masked_logits
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import TUNING_SEEDS
 from evals import seat_table as S
+
+ROOT = Path(__file__).resolve().parents[1]
 
 N = 4
 
@@ -105,24 +108,21 @@ def test_policy_specs_resolve(env, tmp_path, monkeypatch):
             resolve_policy(bad, env)
 
 
-def test_shipped_exports_resolve_from_any_directory(env, tmp_path, monkeypatch):
-    """``best_responses/selfplay_seed0`` (a shipped frozen best response) is found in
-    the shipped configs folder from any working directory; a folder of the same name in
-    the working directory comes first."""
-    from coupjax.paths import CONFIG_DIR
-    from coupjax.policies.spec import describe_spec, locate
-    from coupjax.testing import check_policy
+def test_export_specs_are_paths_from_the_working_directory(env, tmp_path, monkeypatch):
+    """An export resolves by its path; the package's configs folder is no lookup place (the
+    frozen best response that shipped there is gone: a shipped YAML or folder name is no policy)."""
+    import shutil
 
-    spec = "best_responses/selfplay_seed0"
+    from coupjax.policies.spec import describe_spec, locate
+
     monkeypatch.chdir(tmp_path)
-    assert describe_spec(spec) == "path" and locate(spec) == CONFIG_DIR / spec
-    policy = resolve_policy(spec, env)
-    assert policy.info["kind"] == "dqn" and policy.info["num_players"] == 4
-    check_policy(policy, env, num_states=32)
-    (tmp_path / spec).mkdir(parents=True)
-    assert locate(spec).resolve() == (tmp_path / spec).resolve()
-    assert locate("best_responses/no_such_export") is None
-    assert locate("selfplay_cpu.yaml") is None  # shipped files that are not exports stay unknown
+    shutil.copytree(ROOT / "evals" / "reference" / "dqn" / "export", tmp_path / "mine")
+    assert describe_spec("mine") == "path" and locate("mine") == Path("mine")
+    assert resolve_policy("mine", env).info["kind"] == "dqn"
+    for name in ("selfplay_cpu.yaml", "best_responses/selfplay_seed0"):
+        assert locate(name) is None
+        with pytest.raises(ValueError, match="neither a registered policy"):
+            describe_spec(name)
 
 
 def test_seat_table_cli_writes_the_documented_keys(tmp_path, capsys):

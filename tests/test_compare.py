@@ -9,6 +9,7 @@ One set of tables serves the planted difference, the equal policies and the comm
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,8 @@ from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
 from evals import compare as C
 from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference
+
+ROOT = Path(__file__).resolve().parents[1]
 
 GAMES, SEEDS = 150, [7, S.HELD_OUT_SEEDS[0]]  # pytest keeps the held-out look out of the ledger
 RESAMPLED = "tests.test_compare:honest_resampled"
@@ -100,7 +103,7 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
     (["--a", "honest", "--b", "no/such/runs_*", "--games", "10"], "matches nothing"),
     (["--a", "honest", "--b", "random", "--opponents", "nobody", "--games", "10"], "nobody"),
     (["--a", "honest", "--b", "random", "--games", "10", "--seeds", "7", "7"], "repeats a seed"),
-    (["--a", "honest", "--b", "best_responses/selfplay_seed0", "--games", "10", "--players", "3"], "table size"),
+    (["--a", "honest", "--b", str(ROOT / "evals" / "reference" / "dqn" / "export"), "--games", "10", "--players", "3"], "table size"),
     (["--a", "honest", "--b", "random", "--games", "10", "--out", "no/such/folder/x.json"], "no folder"),
 ])
 def test_bad_input_is_one_line_and_status_2_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
@@ -176,16 +179,13 @@ def test_smallest_detectable_difference():
 
 @pytest.mark.slow
 def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monkeypatch):
-    """Two copies of the shipped best response as B's training runs, found by a glob: both
-    play, and being the same network they win the same tables.  Quick twin:
-    test_a_spec_of_several_runs_is_several_units.
+    """Two copies of the shipped reference DQN export as B's training runs, found by a glob: both
+    play, and being the same network they win the same tables.
     Quick twin: test_a_spec_of_several_runs_is_several_units."""
     import shutil
 
-    from coupjax.paths import CONFIG_DIR
-
     for name in ("br_s1", "br_s2"):
-        shutil.copytree(CONFIG_DIR / "best_responses" / "selfplay_seed0", tmp_path / name)
+        shutil.copytree(ROOT / "evals" / "reference" / "dqn" / "export", tmp_path / name)
     monkeypatch.chdir(tmp_path)
     out = C.compare(Env(4), "honest", "br_s*", 40, [7], n_boot=200, batch=64)
     assert out["units_b"] == ["br_s1", "br_s2"]

@@ -21,8 +21,7 @@ a new key is checked where it is defined.
 Opponent pools (``opponents`` for DQN and self-play, ``teachers`` for BC) are one of:
 
 * a mapping ``policy spec -> weight`` (`coupjax.policies.spec`: a registered name, a
-  run or export directory, also one shipped in the configs folder such as
-  ``best_responses/selfplay_seed0``, or ``module:function``), e.g. ``{honest: 1, bluffer: 2}``;
+  run or export directory, or ``module:function``), e.g. ``{honest: 1, bluffer: 2}``;
 * the name of a condition in `coupjax.policies.pools.CONDITIONS` (``aggressive_heavy``);
 * ``scripted``: uniform over the evaluation pool `coupjax.policies.pools.OPPONENTS`
   (random, honest, cautious, aggressive, bluffer, belief_ev);

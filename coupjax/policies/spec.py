@@ -6,9 +6,7 @@ A spec is one of:
 * ``NAME:ARG`` for a registered factory that takes one argument, e.g.
   ``selfplay_search:runs/sp`` or ``advised:honest:all`` (everything after the first
   colon is the argument: the factory is called as ``make(env, ARG)``);
-* a run or export directory written by training (`coupjax.inference.load_policy`),
-  from the working directory or shipped in the package's configs folder
-  (``best_responses/selfplay_seed0``, a frozen DQN best response any pool can name);
+* a run or export directory written by training (`coupjax.inference.load_policy`);
 * ``module:function`` for a user's own policy: a factory ``function(env) -> policy``
   (one parameter) or the policy ``function(key, state) -> logits`` itself (two).
 """
@@ -18,7 +16,6 @@ import importlib
 import inspect
 from pathlib import Path
 
-from coupjax.paths import CONFIG_DIR
 from coupjax.policies.common import Policy
 from coupjax.policies.registry import entry, make_policy, policy_names
 
@@ -28,12 +25,8 @@ class PolicySpecError(ValueError):
 
 
 def locate(spec: str) -> Path | None:
-    """The run or export directory ``spec`` names: a path from the working directory,
-    else a folder in the shipped configs folder; None if neither exists."""
-    if Path(spec).exists():
-        return Path(spec)
-    shipped = CONFIG_DIR / spec
-    return shipped if shipped.is_dir() else None
+    """The run or export directory ``spec`` names (a path), or None if there is none."""
+    return Path(spec) if Path(spec).exists() else None
 
 
 def describe_spec(spec: str) -> str:
@@ -48,8 +41,7 @@ def describe_spec(spec: str) -> str:
     if sep:
         return "module"
     raise PolicySpecError(f"policy {spec!r} is neither a registered policy ({', '.join(policy_names())}), "
-                          f"an existing run or export directory (from the working directory or the shipped configs "
-                          f"folder), nor module:function")
+                          f"an existing run or export directory, nor module:function")
 
 
 def resolve_policy(spec, env, **kwargs) -> Policy:
