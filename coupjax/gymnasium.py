@@ -17,7 +17,7 @@ A match is the one ``Match(num_players, seed=env.match_seed)`` plays with the ac
 ``env.actions`` (seat, action id), opponents' included.  ``render_mode="ansi"`` shows the
 table from the agent's seat.  Importing this module registers ``gymnasium.make(ENV_ID,
 num_players=4, seat=0, opponents=[...])``.  Needs the ``gymnasium`` extra:
-``pip install -e ".[gymnasium]"``.
+``pip install "coupjax[gymnasium]"`` (from a checkout: ``pip install -e ".[gymnasium]"``).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ try:
     import gymnasium as gym
     from gymnasium import spaces
 except ImportError as err:  # pragma: no cover - depends on the install
-    raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install -e \".[gymnasium]\" ({err})") from None
+    raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install \"coupjax[gymnasium]\" ({err})") from None
 
 from coupjax import rules as R
 from coupjax.arena import MAX_STEPS

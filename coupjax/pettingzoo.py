@@ -15,7 +15,7 @@ every agent's info holds ``placements`` (`coupjax.game.board.placements`).
 
 A match is the one ``Match(num_players, seed=env.match_seed)`` plays with the same
 actions (same deal and step keys), so ``env.actions`` (seat, action id) replays it.
-Needs the ``pettingzoo`` extra: ``pip install -e ".[pettingzoo]"``.
+Needs the ``pettingzoo`` extra: ``pip install "coupjax[pettingzoo]"`` (from a checkout: ``pip install -e ".[pettingzoo]"``).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ try:
     from pettingzoo import AECEnv
     from pettingzoo.utils.wrappers import OrderEnforcingWrapper
 except ImportError as err:  # pragma: no cover - depends on the install
-    raise ImportError(f"coupjax.pettingzoo needs PettingZoo: pip install -e \".[pettingzoo]\" ({err})") from None
+    raise ImportError(f"coupjax.pettingzoo needs PettingZoo: pip install \"coupjax[pettingzoo]\" ({err})") from None
 
 from coupjax import rules as R
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
