@@ -104,7 +104,7 @@ class SearchConfig:
 # confident in claims than the calibrated 0.85 / 0.15: it challenges less, and won more),
 # 4096 lanes.  `THOMPSON_CONFIG` samples K = 8 worlds (its shares are multiples of 1/K).
 # Each choice was made by win rate in the seat table on the tuning seeds
-# (`coupjax.seeds.TUNING_SEEDS`); the README reports them on other seeds.
+# (`coupjax.seeds.TUNING_SEEDS`); docs/experiments/history/ reports them on other seeds.
 DEFAULT_CONFIG = SearchConfig(num_worlds=4, rollouts_per_world=4, rollout_policy="scripted_mix",
                               max_rollout_steps=8, posterior=POST.PosteriorParams(0.98, 0.02, 0.98, 0.02))
 THOMPSON_CONFIG = dataclasses.replace(DEFAULT_CONFIG, num_worlds=8)
