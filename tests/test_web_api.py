@@ -327,3 +327,22 @@ def test_entries_never_wait_for_the_first_advice_to_compile(tmp_path):
     assert page["advice_pending"] is None and page["advice"] is not None and page["advice_words"]["recommended"]
     assert sorted(asked) == [4, 5]
     assert client.post("/api/warm", json={"num_players": 9}).status_code == 422
+
+
+def test_the_practice_form_compiles_only_an_offered_opponent(tmp_path, monkeypatch):
+    """``POST /api/warm`` with ``practice``: a registered opponent is compiled in the
+    background (once per spec and size); a spec the server does not offer is not."""
+    from coupjax.web import readiness as RD
+
+    compiled = []
+    monkeypatch.setattr(RD, "compile_bot", lambda spec, n, folder: compiled.append((spec, n, folder)))
+    client = TestClient(create_app(tmp_path, token=None, search=False, background_advice=True), base_url=BASE)
+    for spec in ("random", "random", "json:dumps", "../../etc", "nope"):
+        assert client.post("/api/warm", json={"num_players": 3, "practice": spec}).status_code == 200
+    import time
+
+    deadline = time.time() + 10
+    while not compiled and time.time() < deadline:  # the compile runs in a background thread
+        time.sleep(0.02)
+    assert compiled == [("random", 3, None)]
+    assert client.post("/api/warm", json={"num_players": 3, "practice": "x" * 400}).status_code == 422

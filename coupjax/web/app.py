@@ -55,6 +55,7 @@ class Strict(BaseModel):
 
 class WarmBody(Strict):
     num_players: int = Field(ge=2, le=6)
+    practice: str | None = Field(None, max_length=300)  # a practice opponent to compile too
 
 
 class TableSetup(Strict):
@@ -210,9 +211,14 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.post("/api/warm", dependencies=api)
     def warm(body: WarmBody):
-        """Compile a table size's first advice while the player fills in the start form."""
-        if background_advice:
+        """Compile a table size's first advice (or a practice opponent) while the player fills
+        in the start form; only what the server offers is compiled."""
+        if background_advice and body.practice is None:
             app.state.readiness.ensure(body.num_players)
+        offered = body.practice in describe_policies() or body.practice in checkpoints(policies_dir)
+        if background_advice and body.practice is not None and offered:
+            folder = None if policies_dir is None else str(policies_dir)
+            app.state.readiness.ensure_bot(body.practice, body.num_players, folder)
         return {"warm": app.state.readiness.status()}
 
     @app.get("/api/games", dependencies=api)

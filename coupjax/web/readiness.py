@@ -8,6 +8,9 @@ Until it is done, a game's page comes back without beliefs and advice and says s
 (``advice_pending``: the seconds spent so far), so entering events waits for the engine
 alone; the page shows "preparing advice: 12 s" and asks again until the advice is there.
 
+A practice opponent's policy compiles the same way, as soon as the player touches the
+practice form (``POST /api/warm`` with ``practice``), so its first move does not wait.
+
 The work runs outside the app's lock: it touches no game, only JAX's compiled
 functions, which are safe to share between threads.
 """
@@ -40,6 +43,16 @@ def compile_advice(t, search: bool) -> None:
     A.after_passes(t.state(), 0, [0])
 
 
+def compile_bot(spec: str, num_players: int, policies_dir) -> None:
+    """Compile a practice opponent's move (`coupjax.web.practice.bot`, cached per spec and size)."""
+    import jax
+
+    from coupjax.match import Match
+    from coupjax.web.practice import bot
+
+    bot(spec, num_players, policies_dir)(jax.random.PRNGKey(0), Match(num_players).state)
+
+
 class Readiness:
     """Per table size: not started, compiling the table, compiling the advice, ready, or failed.
 
@@ -53,6 +66,7 @@ class Readiness:
         self._table_ready: dict[int, threading.Event] = {}
         self._finished: dict[int, float] = {}
         self._errors: dict[int, str] = {}
+        self._bots: dict[tuple, threading.Thread] = {}
 
     def ensure(self, num_players: int) -> None:
         """Start compiling for ``num_players`` in a background thread, unless started."""
@@ -73,6 +87,24 @@ class Readiness:
             self._errors[num_players] = f"{type(err).__name__}: {err}"[:300]
         self._table_ready[num_players].set()
         self._finished[num_players] = time.monotonic()
+
+    def ensure_bot(self, spec: str, num_players: int, policies_dir=None) -> None:
+        """Compile a practice opponent in a background thread, unless started (the caller
+        checks ``spec`` is one the server offers); a failure is the game's to report."""
+        key = (spec, num_players, policies_dir)
+        with self._lock:
+            if key in self._bots:
+                return
+            self._bots[key] = thread = threading.Thread(target=self._quietly, args=(key,), daemon=True,
+                                                        name=f"compile-bot-{num_players}")
+        thread.start()
+
+    @staticmethod
+    def _quietly(key) -> None:
+        try:
+            compile_bot(*key)
+        except Exception:  # noqa: BLE001 - starting the game names what is wrong with its opponent
+            pass
 
     def wait_for_table(self, num_players: int, timeout: float = 600.0) -> None:
         """Block until entering events at this table size is compiled (starting it if need be)."""

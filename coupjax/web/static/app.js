@@ -147,13 +147,14 @@ function tableForm() {
 function practiceForm() {
   const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced" });
   const pols = Object.keys(S.info.policies || {});
-  const sec = h("section", { class: "card", id: "new-practice" }, h("h2", {}, "Practice"),
+  const warmBot = () => warmFor(f.n, f.other.trim() || f.spec);
+  const sec = h("section", { class: "card", id: "new-practice", onfocusin: warmBot }, h("h2", {}, "Practice"),
     h("p", { class: "hint" }, "Play a match against our bots: any registered policy, or a run or export directory."));
   sec.append(h("label", {}, "Players ", h("select", { id: "p-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); render(); } },
     [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)))));
   sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => (f.seat = +e.target.value) },
     Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
-  sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => (f.spec = e.target.value) },
+  sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; warmBot(); } },
     pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, p)))));
   sec.append(h("label", {}, "or a checkpoint ", h("input", { id: "p-spec", placeholder: "runs/NAME/export", value: f.other, oninput: (e) => (f.other = e.target.value) })));
   sec.append(styleSelect(f.style, (v) => (f.style = v), "p-style"));
@@ -289,9 +290,9 @@ function pollAdvice() {
   }, 1000);
 }
 
-function warmFor(n) {  // the start form's table size: compile its first advice now
+function warmFor(n, practice) {  // compile the start form's table size (or practice opponent) now
   fetch("/api/warm", { method: "POST", headers: { "Content-Type": "application/json" }, credentials: "same-origin",
-    body: JSON.stringify({ num_players: n }) }).catch(() => {});
+    body: JSON.stringify(practice ? { num_players: n, practice } : { num_players: n }) }).catch(() => {});
 }
 
 function adviceView(g, onRequest) {
