@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 
-import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,7 +20,6 @@ from coupjax import policies as P
 from coupjax import rules as R
 from coupjax.env import Env
 from coupjax.game import board
-from coupjax.game import deal as positions
 from coupjax.match import compiled
 from coupjax.policies import pools
 from coupjax.policies.common import bluff_actions

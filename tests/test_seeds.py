@@ -8,7 +8,6 @@ and where it is wrong, so they can fail.
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
 import subprocess

@@ -30,7 +30,7 @@ from coupjax.events import event_to_dict, last_event
 from coupjax.game import board
 from coupjax.game import deal as P
 from coupjax.match import compiled
-from coupjax.jsonlines import ReplayError
+from coupjax.jsonlines import ReplayError, lines_of
 from coupjax.tracker import advice as ADV
 from coupjax.tracker import record as REC
 from coupjax.tracker.entries import ALL_PASSED, Entry, TrackerError, entry_from_event, public_view, seat_event
@@ -202,7 +202,7 @@ class Tracker:
         """(the tracker of the valid lines, the `ReplayError` of the first bad line or None);
         the tracker is None when the header itself is bad."""
         try:
-            lines = REC.lines_of(path)
+            lines = lines_of(path)
             head = REC.read_header(path, lines)
         except ReplayError as err:
             return None, err

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 from coupjax import rules as R
 from coupjax.events import FieldError, const, integer, list_of, one_of, record
-from coupjax.jsonlines import ReplayError, json_line, lines_of
+from coupjax.jsonlines import ReplayError, json_line
 from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"

@@ -17,7 +17,6 @@ choices are shown as their public view.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import time
 from pathlib import Path

@@ -47,7 +47,7 @@ def make_logger(env, max_rows: int = MAX_ROWS):
     ``obs`` int16[B, K, obs], ``mask`` bool[B, K, A], ``action``/``actor``/``phase``
     int32[B, K], ``count`` int32[B], ``winner`` int32[B], ``finished`` bool[B]."""
     policies = [make_policy(x, env) for x in SCRIPTED_NAMES]
-    n, K, A = env.num_players, max_rows, env.num_actions
+    K, A = max_rows, env.num_actions
     obs_size = env.observation_shape[0]
 
     def one(key, seat_idx):
