@@ -19,6 +19,7 @@ import numpy as np
 
 from coupjax import rules as R
 from coupjax.game import board
+from coupjax.game import deal as P
 from coupjax.match import compiled
 from coupjax.tracker import advice as ADV
 from coupjax.web import words as W
@@ -34,6 +35,16 @@ def advice(state, seat: int, style: str = "balanced", use_search: bool = True, k
 @functools.lru_cache(maxsize=None)
 def _step(num_players: int):
     return compiled(num_players)[2]
+
+
+def responders(state) -> list[int]:
+    """The live seats still to react at a reaction, from the one to answer now, in order
+    (clockwise from the actor: the tracker's ``expects()["responders"]``)."""
+    n = int(np.shape(state.rewards)[-1])
+    actor, p = int(board.actor(state)), int(state.current_player)
+    alive = [len(h) > 0 for h in P.hands(state)]
+    pos = (p - actor) % n
+    return [(actor + k) % n for k in range(1, n) if alive[(actor + k) % n] and k >= pos]
 
 
 def after_passes(state, seat: int, responders: list[int]):
@@ -55,28 +66,29 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
     claim to challenge; no call of its own) and ``values`` (the search's, in words)."""
     if adv is None:
         return None
-    del hand  # the recommendation reads the seat's hand from its observation
-    say = lambda name: W.action(names, me, name, table, me)  # noqa: E731
+    say = lambda name: W.action(names, me, name, table, me, hand)  # noqa: E731
     out = {"style": style}
     rec = adv.get("recommendation")
     if rec is not None:
         row = next((a for a in rec["alternatives"] if a["id"] == rec["action_id"]), {})
         out["recommended"] = {"action": rec["action"], "text": say(rec["action"]), "source": rec["source"],
                               "value": row.get("value"), "se": row.get("se"), "close_call": rec["close_call"],
-                              "settled": rec["settled"], "reasons": rec["reasons"]}
+                              "settled": rec["settled"],
+                              "reasons": [W.reason(x, names, me, hand) for x in rec["reasons"]]}
     if "search" in adv:
-        out["values"] = [{"action": a["action"], "text": W.short(names, a["action"], me), "value": a["value"], "se": a["se"],
+        out["values"] = [{"action": a["action"], "text": W.short(names, a["action"], me, hand), "value": a["value"], "se": a["se"],
                           "best_share": a["best_share"]} for a in adv["search"]["actions"]]
     ch = adv.get("challenge")
     if ch:
         claimant = table["blocker"] if table["phase"] == "answer_block" else table["actor"]
         role = W.title(ch["role_name"])
         if ch["impossible"]:
-            why = f"{W.who(names, claimant, me)} cannot hold a {role}: every {role} is accounted for or ruled out"
+            why = f"{W.Who(names, claimant, me)} cannot hold {W.a_role(role)}: every {role} is accounted for or ruled out"
         else:
             side = "below" if ch["p_truth"] < ch["theta"] else "above"
-            why = (f"{W.who(names, claimant, me)}'s {role} claim is true with probability {ch['p_truth']:.2f}, "
-                   f"{side} the threshold {ch['theta']:.2f} ({style})")
+            why = (f"{W.whose(names, claimant, me).capitalize() if claimant == me else W.whose(names, claimant, me)} "
+                   f"{role} claim is true with probability {ch['p_truth']:.2f}, "
+                   f"{side} the {ch['theta']:.2f} at which a challenge pays ({style} style)")
         out["challenge"] = {"p_truth": ch["p_truth"], "theta": ch["theta"], "impossible": ch["impossible"],
-                            "sentence": why + ".", "explanation": ch["explanation"]}
+                            "sentence": why + ".", "explanation": W.why_in_full(ch, names, me, claimant, style)}
     return out

@@ -40,9 +40,10 @@ from coupjax.policies.registry import describe_policies
 from coupjax.web.guard import COOKIE, HEADER, Guard, token_matches
 from coupjax.web.practice import PracticeGame, checkpoints
 from coupjax.web.readiness import Readiness
-from coupjax.web.replay import replay_frame
+from coupjax.web.replay import game_of, public_error, replay_frame
 from coupjax.web.store import GameExists, GameStore, UnknownGame
 from coupjax.web.table import BadRequest, TableGame
+from coupjax.web.words import policy_name
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_GAMES = 32  # games held in memory (least recently used dropped first; all are on disk)
@@ -146,15 +147,15 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.exception_handler(ReplayError)
     async def _unreadable(request, exc: ReplayError):  # noqa: ANN001 - a saved file that is not a game
-        return JSONResponse({"detail": " ".join(str(exc).split())[:300]}, status_code=422)
+        return JSONResponse({"detail": public_error(exc)[:300]}, status_code=422)
 
     @app.exception_handler(GameExists)
     async def _exists(request, exc: GameExists):  # noqa: ANN001
-        return JSONResponse({"detail": f"a game named {exc.args[0]!r} is already in {store.root}"}, status_code=409)
+        return JSONResponse({"detail": f"a game named {exc.args[0]!r} is already saved"}, status_code=409)
 
     @app.exception_handler(UnknownGame)
     async def _unknown(request, exc: UnknownGame):  # noqa: ANN001
-        return JSONResponse({"detail": f"no game {exc.args[0]!r} in {store.root}"}, status_code=404)
+        return JSONResponse({"detail": f"no saved game {str(exc.args[0])[:100]!r}"}, status_code=404)
 
     def keep(g):
         games[g.id] = g
@@ -205,7 +206,8 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.get("/api/info", dependencies=api)
     def info():
-        return {"policies": describe_policies(), "checkpoints": checkpoints(policies_dir), "styles": ["cautious", "balanced", "aggressive"],
+        pols = describe_policies()
+        return {"policies": pols, "policy_names": {p: policy_name(p) for p in pols}, "checkpoints": checkpoints(policies_dir), "styles": ["cautious", "balanced", "aggressive"],
                 "roles": ["duke", "assassin", "captain", "ambassador", "contessa"], "search": search,
                 "games_dir": str(store.root), "warm": app.state.readiness.status()}
 
@@ -309,8 +311,20 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.post("/api/upload", dependencies=api)
     def upload(body: UploadBody):
+        """Keep a game file for replay if it has a valid step; a file without one is refused
+        (422, its reason without the server's paths) and not kept."""
         with lock:
-            return {"id": store.add_file(body.name, body.text)}
+            gid = store.add_file(body.name, body.text)
+            try:
+                game = game_of(store, gid)
+                error = None if game.states else (public_error(game.error, body.name) if game.error
+                                                  else "no valid step")
+            except (ReplayError, ValueError, OSError, RecursionError) as err:
+                error = public_error(err, body.name)
+            if error is not None:
+                store.delete(gid)
+                raise BadRequest(f"not a game file: {error}"[:300], "text")
+            return {"id": gid}
 
     @app.post("/api/games/{gid}/rename", dependencies=api)
     def rename(gid: str, body: RenameBody):

@@ -35,6 +35,7 @@ from coupjax.web import words as W
 from coupjax.web.store import GameStore
 from coupjax.web.table import BadRequest, seat_names
 
+BOT_NAMES = ("Bea", "Cal", "Dan", "Eve", "Fay")  # the bots' names unless the player names them
 MAX_BOT_STEPS = 2000  # a turn cap ends every match long before this
 
 
@@ -142,8 +143,10 @@ class PracticeGame:
             raise BadRequest("seed: 0 to 2**32-1", "seed")
         others = iter(opponents)
         specs = [None if s == seat else next(others) for s in range(n)]
-        default = [("You" if s == seat else f"{specs[s]} {s}") for s in range(n)]
-        given = seat_names(names, n) if names else default
+        people = iter(BOT_NAMES)
+        default = [("You" if s == seat else next(people)) for s in range(n)]
+        given = [d if not x.strip() or x.startswith("Seat ") else x
+                 for x, d in zip(seat_names(names, n), default)] if names else default
         meta = {"kind": cls.kind, "version": 1, "num_players": n, "seat": seat, "specs": specs, "seed": seed,
                 "names": given, "style": style, "created": time.time(), "warnings": []}
         game = cls(store, store.new_id("practice"), meta, Match(n, seed), folder)
@@ -199,25 +202,34 @@ class PracticeGame:
         if with_advice and not m.done and m.current_player == me:
             adv = A.advice(state, me, self.meta["style"], use_search, key)
         hand = view["hand"]
+        own = list(m.hands[me])  # your own cards, in the engine's order (reveal:i loses the i-th)
         choices = []
         if not m.done and m.current_player == me:
-            own = m.hands[me]  # your own cards, in the engine's order (reveal:i loses the i-th)
-            choices = [{"label": f"Lose your {W.title(own[int(a[7:])])}" if a.startswith("reveal:")
-                        else W.action(names, me, a, view, me), "action": a} for a in m.legal_actions()]
-        log = []
-        for ev in m.events:
-            mine = seat_event(ev, me, R.role_index(ev["redraw"]) if ev["redraw"] and _own_redraw(ev, me) else None,
-                              [R.role_index(x) for x in ev["exchange_drawn"]] if ev["actor"] == me else ())
-            log.append({"step": ev["step"], "text": W.event(names, mine if ev["seat"] == me else
-                                                            {**public_view(ev), "redraw": mine["redraw"],
-                                                             "exchange_drawn": mine["exchange_drawn"]}, me)})
+            choices = [{"label": W.action(names, me, a, view, me, own), "action": a} for a in m.legal_actions()]
+        seen = [_seen_event(ev, me) for ev in m.events]
+        log = [{"step": ev["step"], "text": W.event(names, x, me)} for ev, x in zip(m.events, seen)]
+        mine = [k for k, ev in enumerate(m.events) if ev["seat"] == me]
+        since = mine[-1] + 1 if mine else 0
+        if m.done and since >= len(seen):  # your own move ended it: say that move
+            since = max(0, len(seen) - 1)
+        narration = W.narrate(names, seen[since:], me)
         return {"id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": m.num_players,
                 "specs": self.meta["specs"], "style": self.meta["style"], "table": view, "hand": hand,
                 "drawn": view["drawn"], "beliefs": ADV.beliefs(state, me) if not m.done else [],
                 "advice": adv, "advice_for": "now" if adv else None,
-                "advice_words": A.describe(adv, names, me, view, hand, self.meta["style"]),
-                "prompt": _prompt(names, me, view, m), "choices": choices, "log": log, "done": m.done,
+                "advice_words": A.describe(adv, names, me, view, own, self.meta["style"]),
+                "prompt": _prompt(names, me, view, m), "narration": narration,
+                "bots": [None if x is None else W.policy_name(x) for x in self.meta["specs"]],
+                "choices": choices, "log": log, "done": m.done,
                 "search": use_search, "true_hands": m.hands if m.done else None}
+
+
+def _seen_event(ev: dict, me: int) -> dict:
+    """A step as the player's seat saw it (others' private choices as their public view)."""
+    mine = seat_event(ev, me, R.role_index(ev["redraw"]) if ev["redraw"] and _own_redraw(ev, me) else None,
+                      [R.role_index(x) for x in ev["exchange_drawn"]] if ev["actor"] == me else ())
+    return mine if ev["seat"] == me else {**public_view(ev), "redraw": mine["redraw"],
+                                          "exchange_drawn": mine["exchange_drawn"]}
 
 
 def _own_redraw(ev: dict, me: int) -> bool:
@@ -228,4 +240,9 @@ def _own_redraw(ev: dict, me: int) -> bool:
 def _prompt(names, me, view, m) -> str:
     if m.done:
         return f"Game over: {W.who(names, view['winner'], me)} won."
-    return "Your decision." if m.current_player == me else f"{names[m.current_player]} to play."
+    if m.current_player != me:
+        return f"{names[m.current_player]} to play."
+    return {"action": "Your turn: choose an action.", "react": "Your decision: challenge, block or pass?",
+            "answer_block": "Your action was blocked: do you challenge the block?",
+            "lose": "You must lose a card: which one?",
+            "exchange": "Choose the cards to keep."}.get(view["phase"], "Your decision.")

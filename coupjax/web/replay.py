@@ -12,6 +12,7 @@ import threading
 
 from coupjax import rules as R
 from coupjax.game import deal as P
+from coupjax.jsonlines import ReplayError
 from coupjax.tracker.replay import frame, load_game
 from coupjax.web import advice as A
 from coupjax.web import words as W
@@ -20,6 +21,18 @@ from coupjax.web.table import BadRequest
 
 _CACHE: dict = {}
 _LOCK = threading.Lock()
+
+
+def public_error(err, name: str | None = None) -> str:
+    """An unreadable file's reason in one line, naming the file by ``name`` (or not at all),
+    never by its path on the server."""
+    if isinstance(err, ReplayError):
+        where = "; ".join(x for x in (name, f"line {err.line}" if err.line is not None else None) if x)
+        text = f"{where}: " if where else ""
+        text += f"{err.field}: {err.message}" if err.field else str(err.message)
+    else:
+        text = str(err)
+    return " ".join(text.split())[:300]
 
 
 def game_of(store: GameStore, gid: str):
@@ -41,7 +54,7 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     game = game_of(store, gid)
     total = len(game.states)
     if total == 0:
-        return {"id": gid, "kind": game.kind, "steps": 0, "error": str(game.error) if game.error else None}
+        return {"id": gid, "kind": game.kind, "steps": 0, "error": public_error(game.error) if game.error else None}
     n = game.num_players
     if game.seat is not None and seat is not None and seat != game.seat:
         raise BadRequest(f"seat: this seat record shows seat {game.seat} only", "seat")
@@ -53,8 +66,14 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
         raise BadRequest(f"step: 0 to {total - 1}", "step")
     names = meta.get("names") or [f"Seat {s}" for s in range(n)]
     fr = frame(game, step, seat, use_search)
+    advice_for = "now" if fr["advice"] is not None else None
+    state = game.states[step]
     if style != "balanced" and fr["advice"] is not None:
-        fr["advice"] = A.advice(game.states[step], seat, style, use_search)
+        fr["advice"] = A.advice(state, seat, style, use_search)
+    if fr["advice"] is None and fr["table"]["phase"] == "react":  # as the live page: if those before pass
+        later = A.after_passes(state, seat, A.responders(state))
+        if later is not None:
+            fr["advice"], advice_for = A.advice(later, seat, style, use_search), "if_passed"
     table = dict(fr["table"], num_players=n)
     true_hands = None
     if game.kind == "match":
@@ -62,11 +81,11 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     return {
         "id": gid, "kind": game.kind, "names": names, "seat": seat, "num_players": n, "step": step,
         "steps": total, "last_step": total - 1, "table": table, "beliefs": fr["beliefs"],
-        "advice": fr["advice"],
+        "advice": fr["advice"], "advice_for": advice_for,
         "advice_words": A.describe(fr["advice"], names, seat, table, table["hand"], style),
         "event": fr["event"], "event_text": W.event(names, fr["event"], seat) if fr["event"] else None,
         "true_hands": true_hands, "seats": [game.seat] if game.seat is not None else list(range(n)),
-        "error": str(game.error) if game.error else None,
+        "error": public_error(game.error) if game.error else None,
         "log": [{"step": k, "text": W.event(names, e, seat if game.kind != "match" else None)}
                 for k, e in enumerate(game.events)] if step == 0 else None,
     }

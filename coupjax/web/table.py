@@ -41,12 +41,26 @@ class BadRequest(ValueError):
         self.message, self.field = message, field
 
 
+MAX_NAME = 24  # characters of a seat's name (the page's inputs take no more)
+
+
+def cut_name(name: str) -> str:
+    """A name of at most `MAX_NAME` characters, cut at a word's end (with "…") when longer."""
+    name = " ".join(name.split())
+    if len(name) <= MAX_NAME:
+        return name
+    head = name[: MAX_NAME - 1]
+    if " " in head and name[MAX_NAME - 1] != " ":
+        head = head[: head.rindex(" ")]
+    return head.rstrip() + "…"
+
+
 def seat_names(names, n: int) -> list[str]:
     if names is None:
         names = []
     if not isinstance(names, list) or len(names) > n or not all(isinstance(x, str) for x in names):
         raise BadRequest(f"names: expected up to {n} strings", "names")
-    out = [x.strip()[:24] or f"Seat {i}" for i, x in enumerate(names)]
+    out = [cut_name(x) or f"Seat {i}" for i, x in enumerate(names)]
     return out + [f"Seat {i}" for i in range(len(out), n)]
 
 
@@ -205,7 +219,7 @@ class TableGame:
             claimant = v["blocker"] if v["phase"] == "answer_block" else v["actor"]
             role = v["block_role"] if v["phase"] == "answer_block" else W.ROLE_OF.get(v["main_action"] or "", "")
         c = W.who(names, claimant, me)
-        return {"field": "bluff_caught", "question": f"Did {c} show a {W.title(role)}?",
+        return {"field": "bluff_caught", "question": f"Did {c} show {W.a_role(role)}?",
                 "options": [{"label": f"Yes: {c} showed {W.title(role)} (the challenger loses a card)", "value": False},
                             {"label": f"No: {c} was bluffing (and loses a card)", "value": True}]}
 
@@ -315,22 +329,7 @@ class TableGame:
         }
 
     def _prompt(self, v: dict) -> str:
-        names, me = self.meta["names"], self.tracker.seat
-        if v["done"]:
-            return f"Game over: {W.who(names, v['winner'], me)} won."
-        p, phase = v["current_player"], v["phase"]
-        if phase == "action":
-            return f"{W.Who(names, p, me)} to play (turn {v['turn'] + 1})."
-        act = W.main_action(names, v["actor"], v["main_action"] + (f":{v['target']}" if v["target"] is not None
-                                                                   else ""), me)
-        if phase == "react":
-            return f"{act}. Any challenge or block?"
-        if phase == "answer_block":
-            return f"{act}; {W.who(names, v['blocker'], me)} blocked with {W.title(v['block_role'])}. " \
-                   f"Does {W.who(names, v['actor'], me)} challenge the block?"
-        if phase == "lose":
-            return f"{W.Who(names, p, me)} must lose a card."
-        return f"{W.Who(names, p, me)} chooses the cards to keep."
+        return W.prompt(self.meta["names"], v, self.tracker.seat)
 
 
 def bound_warnings(meta: dict) -> None:

@@ -12,6 +12,8 @@ const $ = (sel, root = document) => root.querySelector(sel);
 const cap = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
 const fmt = (x, d = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
 const sign = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
+const plural = (k, noun, many) => `${k} ${k === 1 ? noun : many || noun + "s"}`;
+const policyName = (p) => (S.info && S.info.policy_names && S.info.policy_names[p]) || p;
 
 function h(tag, attrs = {}, ...kids) {
   const el = document.createElement(tag);
@@ -72,12 +74,14 @@ async function route() {
     if (m && m[1] === "game") {
       S.screen = "game";
       S.game = await api("GET", withParams(`/api/games/${m[2]}`, searchParam()));
+      restorePending(S.game);
     } else if (m && m[1] === "replay") {
       S.screen = "replay";
       await loadReplay(m[2], Number(m[3] || 0), null);
     } else {
       S.screen = "start";
-      S.games = (await api("GET", "/api/games")).games;
+      const list = await api("GET", "/api/games");
+      S.games = list.games; S.skipped = list.skipped || [];
     }
   } catch (e) {
     toast(e.message);
@@ -87,10 +91,31 @@ async function route() {
   render();
 }
 
+// A follow-up question open at a reload: the half-entered step is kept in the tab's session
+// and given back if the game is where it was, else the page says it was dropped.
+function pendingKey(g) { return `coupjax.pending.${g.id}`; }
+function keepPending() {
+  const g = S.game;
+  if (!g || S.screen !== "game") return;
+  if (S.pending) sessionStorage.setItem(pendingKey(g), JSON.stringify({ steps: g.log.length, pending: S.pending }));
+  else sessionStorage.removeItem(pendingKey(g));
+}
+function restorePending(g) {
+  const saved = sessionStorage.getItem(pendingKey(g));
+  if (!saved) return;
+  sessionStorage.removeItem(pendingKey(g));
+  try {
+    const { steps, pending } = JSON.parse(saved);
+    if (steps === g.log.length && !g.done) { S.pending = pending; toast("Your half-entered step is back: answer the question to enter it."); }
+    else toast("A half-entered step was dropped: the game changed since.");
+  } catch (e) { /* an unreadable note: nothing to give back */ }
+}
+
 // ------------------------------------------------------------------ render
 async function render(t0) {
   const app = $("#app");
   app.replaceChildren(S.screen === "game" ? gameScreen() : S.screen === "replay" ? replayScreen() : startScreen());
+  keepPending();
   S.version += 1;
   app.dataset.version = S.version;
   app.dataset.screen = S.screen;
@@ -121,7 +146,7 @@ function tableForm() {
   sec.append(h("label", {}, "Players ", players));
   const names = h("div", { class: "names" });
   for (let i = 0; i < f.n; i++) {
-    names.append(h("input", { id: `t-name-${i}`, value: f.names[i], "aria-label": `Name of seat ${i}`, oninput: (e) => (f.names[i] = e.target.value) }));
+    names.append(h("input", { id: `t-name-${i}`, value: f.names[i], maxlength: 24, "aria-label": `Name of seat ${i}`, oninput: (e) => (f.names[i] = e.target.value) }));
   }
   sec.append(h("div", { class: "field" }, h("span", {}, "Names, in seating order"), names));
   sec.append(h("label", {}, "I am ", h("select", { id: "t-seat", onchange: (e) => (f.seat = +e.target.value) }, seatOptions(f.n, f.names, f.seat))));
@@ -145,7 +170,7 @@ function tableForm() {
 }
 
 function practiceForm() {
-  const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced" });
+  const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced", names: ["", "Bea", "Cal", "Dan", "Eve", "Fay"] });
   const pols = Object.keys(S.info.policies || {});
   const warmBot = () => warmFor(f.n, f.other.trim() || f.spec);
   const sec = h("section", { class: "card", id: "new-practice", onfocusin: warmBot }, h("h2", {}, "Practice"),
@@ -155,18 +180,36 @@ function practiceForm() {
   sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => (f.seat = +e.target.value) },
     Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
   sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; warmBot(); } },
-    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, p)))));
+    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, policyName(p))))));
   sec.append(h("label", {}, "or a checkpoint ", h("input", { id: "p-spec", placeholder: "runs/NAME/export", value: f.other, oninput: (e) => (f.other = e.target.value) })));
+  const bots = h("div", { class: "names" });
+  let k = 1;
+  for (let i = 0; i < f.n; i++) {
+    if (i === f.seat) continue;
+    const j = k++;
+    bots.append(h("input", { id: `p-name-${i}`, value: f.names[j], maxlength: 24, "aria-label": `Name of the bot in seat ${i}`, oninput: (e) => (f.names[j] = e.target.value) }));
+  }
+  sec.append(h("div", { class: "field" }, h("span", {}, "The bots' names, in seating order"), bots));
   sec.append(styleSelect(f.style, (v) => (f.style = v), "p-style"));
   sec.append(h("button", {
     class: "primary", id: "start-practice", onclick: async () => {
       try {
-        const g = await api("POST", "/api/practice", { num_players: f.n, seat: f.seat, opponents: f.other.trim() || f.spec, style: f.style });
+        const others = f.names.slice(1, f.n);
+        const names = Array.from({ length: f.n }, (_, i) => (i === f.seat ? "" : others.shift() || ""));
+        const g = await api("POST", "/api/practice", { num_players: f.n, seat: f.seat, names, opponents: f.other.trim() || f.spec, style: f.style });
         S.game = g; go(`#/game/${g.id}`);
       } catch (e) { toast(e.message); }
     },
   }, "Start practice"));
   return sec;
+}
+
+// A saved game's name for people: its players, or an upload's file name, or the name it was given.
+function gameTitle(g) {
+  const up = g.id.match(/^\d{8}-\d{6}-upload-(.+)-[0-9a-f]{4}$/);
+  if (up) return up[1];
+  if (/^\d{8}-\d{6}-(table|practice)-[0-9a-f]{4}$/.test(g.id) && g.names) return g.names.join(", ");
+  return g.id;
 }
 
 function savedGames() {
@@ -176,14 +219,25 @@ function savedGames() {
   const list = h("ul", { class: "games" });
   for (const g of games) {
     const when = new Date(g.modified * 1000).toLocaleString();
-    const who = g.names ? g.names.join(", ") : g.id;
+    const name = gameTitle(g);
     const what = g.kind === "table" ? "table" : g.kind === "practice" ? "practice" : g.kind;
-    list.append(h("li", { "data-id": g.id },
-      h("span", { class: "g-main" }, h("b", {}, who), h("small", {}, ` ${what} · ${g.steps ?? "?"} steps${g.done ? " · over" : ""} · ${when}`)),
-      (g.kind === "table" || g.kind === "practice") && !g.done ? h("button", { onclick: () => go(`#/game/${g.id}`) }, "Continue") : null,
-      h("button", { onclick: () => go(`#/replay/${g.id}`) }, "Replay")));
+    const li = h("li", { "data-id": g.id });
+    const steps = g.steps === null || g.steps === undefined ? "" : ` · ${plural(g.steps, "step")}`;
+    li.append(h("span", { class: "g-main" }, h("b", { class: "g-name" }, name), h("small", {}, ` ${what}${steps}${g.done ? " · over" : ""} · ${when}`)));
+    const tools = h("span", { class: "g-tools" });
+    if ((g.kind === "table" || g.kind === "practice") && !g.done) tools.append(h("button", { onclick: () => go(`#/game/${g.id}`), "aria-label": `Continue ${name}` }, "Continue"));
+    tools.append(h("button", { onclick: () => go(`#/replay/${g.id}`), "aria-label": `Replay ${name}` }, "Replay"),
+      h("button", { class: "rename", "aria-label": `Rename ${name}`, onclick: () => renameForm(li, g) }, "Rename"),
+      h("a", { class: "button", href: `/api/games/${encodeURIComponent(g.id)}/download`, download: `${g.id}.jsonl`, "aria-label": `Download ${name}` }, "Download"),
+      h("button", { class: "delete", "aria-label": `Delete ${name}`, onclick: (e) => deleteGame(e.currentTarget, g) }, "Delete"));
+    li.append(tools);
+    list.append(li);
   }
   sec.append(list);
+  if (S.skipped && S.skipped.length) {
+    sec.append(h("p", { class: "hint", id: "skipped" }, `${plural(S.skipped.length, "file")} in the folder could not be read: `,
+      S.skipped.map((x) => `${x.id} (${x.error})`).join("; ")));
+  }
   const up = h("input", {
     type: "file", accept: ".jsonl,.json,.txt", id: "upload", onchange: async (e) => {
       const file = e.target.files[0];
@@ -191,11 +245,29 @@ function savedGames() {
       try {
         const { id } = await api("POST", "/api/upload", { name: file.name, text: await file.text() });
         go(`#/replay/${id}`);
-      } catch (err) { toast(err.message); }
+      } catch (err) { toast(err.message); e.target.value = ""; }
     },
   });
-  sec.append(h("label", { class: "field" }, "Replay a game file (a match or a seat record) ", up));
+  sec.append(h("label", { class: "field", for: "upload" }, "Replay a game file (a match or a seat record) "), up);
   return sec;
+}
+
+function renameForm(li, g) {
+  const input = h("input", { value: g.id, maxlength: 100, "aria-label": "New name (letters, digits, _ . -)", class: "rename-input" });
+  const save = async () => {
+    try { await api("POST", `/api/games/${encodeURIComponent(g.id)}/rename`, { name: input.value.trim() }); route(); }
+    catch (e) { toast(e.message); }
+  };
+  li.replaceChildren(h("span", { class: "g-main rename-form" }, input),
+    h("span", { class: "g-tools" }, h("button", { class: "primary", onclick: save }, "Save name"), h("button", { onclick: () => route() }, "Cancel")));
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") save(); });
+  input.focus();
+}
+
+async function deleteGame(btn, g) {
+  if (!btn.dataset.armed) { btn.dataset.armed = "1"; btn.textContent = "Really delete?"; btn.classList.add("danger"); return; }
+  try { await api("DELETE", `/api/games/${encodeURIComponent(g.id)}`); } catch (e) { toast(e.message); }
+  route();
 }
 
 function styleSelect(value, set, id) {
@@ -208,7 +280,7 @@ function beliefSwitch() {
   const box = h("span", { class: "switch", role: "group", "aria-label": "Beliefs shown" });
   for (const [k, label] of [["both", "Both"], ["exact", "Exact posterior"], ["coupvisor", "CoupVisor"]]) {
     box.append(h("button", {
-      class: S.beliefs === k ? "on" : "", "data-belief": k,
+      class: S.beliefs === k ? "on" : "", "data-belief": k, "aria-pressed": S.beliefs === k ? "true" : "false",
       onclick: () => { S.beliefs = k; localStorage.setItem("coupjax.beliefs", k); render(); },
     }, label));
   }
@@ -247,10 +319,11 @@ function seatsView(g, table, trueHands) {
     const card = h("div", { class: cls, "data-seat": s },
       h("div", { class: "seat-head" }, h("b", {}, g.names[s]), mine && g.names[s] !== "You" ? h("small", {}, " (you)") : null,
         table.current_player === s ? h("span", { class: "tag" }, "to act") : null,
-        h("span", { class: "coins", title: "coins" }, `${table.coins[s]} coins`)));
+        g.bots && g.bots[s] ? h("small", { class: "bot" }, ` bot: ${g.bots[s]}`) : null,
+        h("span", { class: "coins", title: "coins" }, plural(table.coins[s], "coin"))));
     const info = h("div", { class: "seat-info" });
     if (mine) info.append(h("div", {}, "Hand: ", ...cardChips(g.hand, "hand"), g.drawn && g.drawn.length ? [" drawn: ", ...cardChips(g.drawn, "hand")] : null));
-    else info.append(h("div", {}, `${table.hidden[s]} card${table.hidden[s] === 1 ? "" : "s"} in hand`));
+    else info.append(h("div", {}, `${plural(table.hidden[s], "card")} in hand`));
     if (trueHands && !mine && trueHands[s].length) info.append(h("div", { class: "true-hand" }, "True hand: ", ...cardChips(trueHands[s], "hand")));
     if (table.revealed[s].length) info.append(h("div", {}, "Revealed: ", ...cardChips(table.revealed[s], "dead")));
     const claims = Object.entries(table.claims[s]).map(([r, k]) => `${cap(r)}${k > 1 ? " ×" + k : ""}`);
@@ -263,6 +336,22 @@ function seatsView(g, table, trueHands) {
     grid.append(card);
   }
   return grid;
+}
+
+// The table in one row per seat (who acts, coins, cards): what a phone shows right under the buttons.
+function stripView(g, table) {
+  const rows = [];
+  for (let s = 0; s < g.num_players; s++) {
+    const mine = s === g.seat, acting = table.current_player === s;
+    const cards = mine ? cardChips(g.hand || [], "hand") : [plural(table.hidden[s], "card")];
+    rows.push(h("tr", { "data-seat": s, class: [acting ? "turn" : "", table.hidden[s] > 0 ? "" : "out"].join(" ") },
+      h("th", { scope: "row" }, g.names[s], mine && g.names[s] !== "You" ? " (you)" : "", acting ? h("span", { class: "tag" }, "to act") : null),
+      h("td", {}, plural(table.coins[s], "coin")), h("td", {}, ...cards),
+      h("td", {}, ...cardChips(table.revealed[s], "dead"))));
+  }
+  return h("table", { class: "strip", id: "strip", "aria-label": "The table" },
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Seat"), h("th", { scope: "col" }, "Coins"), h("th", { scope: "col" }, "Cards"), h("th", { scope: "col" }, "Revealed"))),
+    h("tbody", {}, rows));
 }
 
 function pendingText(p) {
@@ -325,7 +414,8 @@ function adviceView(g, onRequest) {
     const c = w.challenge;
     box.append(h("div", { class: "call", id: "challenge-call" },
       h("b", {}, "The claim"), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
-      h("p", {}, c.sentence), h("details", {}, h("summary", {}, "Why, in full"), h("p", { class: "small" }, c.explanation))));
+      h("p", {}, c.sentence), h("details", { class: "why" }, h("summary", {}, "Why, in full"),
+        h("ul", { class: "small" }, (Array.isArray(c.explanation) ? c.explanation : [c.explanation]).map((x) => h("li", {}, x))))));
   }
   if (w.values && w.values.length) {
     const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
@@ -350,8 +440,8 @@ function warningsView(g) {
     box.append(h("div", { class: "warning", "data-warning": w.id },
       h("p", {}, h("b", {}, "Not entered: "), w.text),
       h("p", { class: "rule" }, "Breaks the rule: ", w.rule_text || w.rule),
-      h("button", { class: "primary", onclick: () => correct(w) }, "Correct it"),
-      h("button", { onclick: () => dismiss(w) }, "Dismiss")));
+      h("div", { class: "warning-tools" }, h("button", { class: "primary", onclick: () => correct(w) }, "Correct it"),
+        h("button", { onclick: () => dismiss(w) }, "Dismiss"))));
   }
   if (S.fixing) box.append(h("p", { class: "hint" }, "Tap the right choice below: it replaces the entry in the warning."));
   return box;
@@ -364,10 +454,11 @@ function entryView(g) {
     box.append(h("p", { class: "question", "data-field": ask.field, "data-seat": ask.seat ?? null }, ask.question));
     const opts = h("div", { class: "choices" });
     for (const o of ask.options) opts.append(h("button", { class: "option", "data-testid": "option", "data-value": JSON.stringify(o.value), onclick: () => answer(o.value) }, o.label));
-    box.append(opts, h("button", { class: "link", onclick: () => { S.pending = null; render(); } }, "Cancel"));
+    box.append(opts, h("button", { class: "link cancel", onclick: () => { S.pending = null; render(); } }, "Cancel"));
     return box;
   }
-  if (g.done) return box;
+  if (g.done) return null;
+  if (g.narration && g.narration.length) box.append(narrationView(g.narration));
   box.append(h("p", { class: "prompt", id: "prompt" }, g.prompt));
   const opts = h("div", { class: "choices" });
   for (const c of g.choices) {
@@ -378,21 +469,39 @@ function entryView(g) {
   return box;
 }
 
+function narrationView(lines) {
+  return h("ul", { class: "narration", id: "narration", "aria-label": "What the others did" }, lines.map((x) => h("li", {}, x)));
+}
+
+function searchSwitch(onchange) {
+  return h("button", { class: "toggle", id: "search-toggle", role: "switch", "aria-checked": S.search ? "true" : "false",
+    "aria-label": "Search in the advice", onclick: () => { S.search = !S.search; onchange(); } }, `Search: ${S.search ? "on" : "off"}`);
+}
+
+function gameOverView(g) {
+  const last = g.narration && g.narration.length ? g.narration : g.log.length ? [g.log[g.log.length - 1].text] : [];
+  return h("section", { class: "over card", id: "game-over" }, h("p", { class: "over-head" }, g.prompt),
+    last.length ? h("ul", { class: "narration", id: "narration", "aria-label": "How it ended" }, last.map((x) => h("li", {}, x[0].toUpperCase() + x.slice(1)))) : null);
+}
+
 function gameScreen() {
   const g = S.game;
   $("#title").textContent = g.kind === "practice" ? "Practice" : "At the table";
-  const tools = h("div", { class: "tools" }, beliefSwitch(),
+  const tools = h("div", { class: "tools game-tools" }, beliefSwitch(),
     styleSelect(g.style, async (v) => { S.game = await api("POST", withParams(`/api/games/${g.id}/style`, searchParam(), g.advice ? "advice=1" : ""), { style: v }); render(); }, "style"),
-    S.info.search ? h("label", {}, h("input", { type: "checkbox", id: "search-toggle", checked: S.search, onchange: (e) => { S.search = e.target.checked; route(); } }), " search") : null,
-    g.kind === "table" ? h("button", { id: "undo", disabled: !g.can_undo, onclick: undo }, "Undo") : null,
+    S.info.search ? searchSwitch(route) : null,
     h("button", { onclick: () => go(`#/replay/${g.id}`) }, "Replay"));
   const log = h("details", { class: "card log", id: "log", open: window.innerWidth > 900 },
-    h("summary", {}, `What happened (${g.log.length} steps)`),
+    h("summary", {}, `What happened (${plural(g.log.length, "step")})`),
     h("ol", { start: 0 }, g.log.slice().reverse().map((e) => h("li", { value: e.step }, e.text))));
-  const right = h("div", { class: "side" }, adviceView(g, requestAdvice), warningsView(g));
-  const main = h("div", { class: "main-col" }, entryView(g), seatsView(g, g.table, g.true_hands));
-  if (g.done) main.prepend(h("p", { class: "over card", id: "game-over" }, g.prompt));
-  return h("div", { class: "game" }, tools, h("div", { class: "cols" }, main, right), log);
+  const undo = g.kind === "table" ? h("button", { id: "undo", disabled: !g.can_undo, onclick: undoLast, "aria-label": "Undo the last entry" }, "Undo") : null;
+  const entry = entryView(g);
+  if (entry && undo) entry.append(h("div", { class: "entry-tools" }, undo));
+  const right = h("div", { class: "side" }, warningsView(g), adviceView(g, requestAdvice));
+  const main = h("div", { class: "main-col" }, g.done ? gameOverView(g) : null, entry, stripView(g, g.table),
+    seatsView(g, g.table, g.true_hands));
+  if (g.done && undo) main.append(h("div", { class: "entry-tools" }, undo));
+  return h("div", { class: "game" }, h("div", { class: "cols" }, main, right), tools, log);
 }
 
 // ------------------------------------------------------------------ entering
@@ -447,7 +556,7 @@ async function dismiss(w) {
   S.fixing = null; render();
 }
 
-async function undo() {
+async function undoLast() {
   const t0 = performance.now();
   try { S.game = await api("POST", withParams(`/api/games/${S.game.id}/undo`, searchParam())); } catch (e) { toast(e.message); }
   S.pending = null; render(t0);
@@ -485,7 +594,8 @@ function replayScreen() {
   $("#title").textContent = "Replay";
   if (!r.steps) return h("div", { class: "card" }, h("p", {}, "This file has no valid steps."), r.error ? h("p", { class: "rule" }, r.error) : null);
   const seatSel = h("select", { id: "replay-seat", onchange: (e) => stepTo(r.step, +e.target.value) },
-    r.seats.map((s) => h("option", { value: s, selected: s === r.seat }, `${r.names[s]}'s view`)));
+    r.seats.map((s) => h("option", { value: s, selected: s === r.seat }, `${r.names[s] === "You" ? "Your" : r.names[s] + "'s"} view`)));
+  seatSel.setAttribute("aria-label", "Whose view");
   const slider = h("input", { type: "range", min: 0, max: r.last_step, value: r.step, id: "replay-slider", "aria-label": "Step", onchange: (e) => stepTo(+e.target.value) });
   const controls = h("div", { class: "tools replay-controls" },
     h("button", { id: "first", onclick: () => stepTo(0), "aria-label": "First step" }, "|◀"),
@@ -493,13 +603,13 @@ function replayScreen() {
     h("span", { id: "step-label" }, `Step ${r.step} of ${r.last_step}`),
     h("button", { id: "forward", onclick: () => stepTo(r.step + 1), disabled: r.step === r.last_step, "aria-label": "Step forward" }, "Forward ▶"),
     h("button", { id: "last", onclick: () => stepTo(r.last_step), "aria-label": "Last step" }, "▶|"),
-    slider, seatSel, beliefSwitch(),
-    S.info.search ? h("label", {}, h("input", { type: "checkbox", checked: S.search, onchange: (e) => { S.search = e.target.checked; stepTo(r.step); } }), " search") : null);
-  const g = { ...r, hand: r.table.hand, drawn: r.table.drawn, kind: "replay", done: r.table.done };
+    slider, h("label", { class: "field-inline" }, "Seen by ", seatSel), beliefSwitch(),
+    S.info.search ? searchSwitch(() => stepTo(r.step)) : null);
+  const g = { ...r, hand: r.table.hand, drawn: r.table.drawn, kind: "replay", done: r.table.done, advice_for: r.advice_for };
   const next = h("p", { class: "card next", id: "replay-event" }, r.event_text ? [h("b", {}, "Next: "), r.event_text] : h("b", {}, r.table.done ? `Game over: ${r.names[r.table.winner]} won.` : "End of the file."));
-  const head = h("p", { class: "hint" }, `${r.kind === "match" ? "A full match: true hands shown." : "A seat record: what " + r.names[r.seat] + " knew."} Turn ${r.table.turn + 1}, ${r.table.done ? "over" : r.table.phase.replace("_", " ")}.`);
+  const head = h("p", { class: "hint" }, `${r.kind === "match" ? "A full match: true hands shown." : "A seat record: what " + (r.names[r.seat] === "You" ? "you" : r.names[r.seat]) + " knew."} Turn ${r.table.turn + 1}, ${r.table.done ? "over" : r.table.phase.replace("_", " ")}.`);
   return h("div", { class: "game replay" }, controls, r.error ? h("p", { class: "card rule" }, `The file stops being valid here: ${r.error}`) : null,
-    head, h("div", { class: "cols" }, h("div", { class: "main-col" }, next, seatsView(g, r.table, r.true_hands)), h("div", { class: "side" }, adviceView(g))));
+    head, h("div", { class: "cols" }, h("div", { class: "main-col" }, next, stripView(g, r.table), seatsView(g, r.table, r.true_hands)), h("div", { class: "side" }, adviceView(g))));
 }
 
 document.addEventListener("keydown", (e) => {
