@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from coupjax.match import Match
 from coupjax.tracker import Tracker
+from coupjax.web import words as W
 from coupjax.web.app import HEADER, create_app
 
 TOKEN = "s3cret-token"
@@ -178,6 +179,9 @@ def test_page_advice_is_the_trackers(client):
     for e in entries:
         t.add(e)
     assert page["advice_for"] == "if_passed"
+    frame = client.get(f"/api/games/{g['id']}/replay?step={page['table']['steps']}").json()  # replay: the same
+    assert frame["advice_for"] == "if_passed" and frame["advice"] == page["advice"]
+    assert frame["advice_words"]["recommended"] == page["advice_words"]["recommended"]
     enter(client, g["id"], {"seat": 3, "action": "pass"})
     page = client.get(f"/api/games/{g['id']}").json()
     t.add({"seat": 3, "action": "pass"})
@@ -227,7 +231,14 @@ def test_upload_and_replay_a_seat_record(client, games_dir):
     assert client.get(f"/api/games/{gid}/replay?step=0&seat=1").status_code == 422  # only the recording seat
     bad = client.post("/api/upload", json={"name": "bad", "text": text + "{oops\n"}).json()["id"]
     r = client.get(f"/api/games/{bad}/replay?step=0").json()
-    assert "line 5" in r["error"] or ":5:" in r["error"]
+    assert "line 5" in r["error"] and str(games_dir) not in r["error"]  # the line, never the server's path
+    before = snapshot(games_dir)
+    for name, junk in (("notes.txt", "hello\n"), ("empty.jsonl", ""), ("head.jsonl", text.splitlines()[0][:-3])):
+        r = client.post("/api/upload", json={"name": name, "text": junk})
+        assert r.status_code == 422 and name in r.json()["detail"] or r.json()["detail"].startswith("not a game")
+        assert str(games_dir) not in r.text and "\n" not in r.json()["detail"]
+    assert snapshot(games_dir) == before  # a refused upload is not kept, so not listed
+    assert not [x for x in client.get("/api/games").json()["games"] if x["id"].startswith("notes")]
 
 
 @pytest.mark.slow
@@ -346,3 +357,78 @@ def test_the_practice_form_compiles_only_an_offered_opponent(tmp_path, monkeypat
         time.sleep(0.02)
     assert compiled == [("random", 3, None)]
     assert client.post("/api/warm", json={"num_players": 3, "practice": "x" * 400}).status_code == 422
+
+
+BAD_WORDS = r"you's|\byou chooses|\bdoes you\b|\ba (assassin|ambassador)\b|\b1 (coins|steps|cards|games|times)\b|_"
+
+
+def test_words_read_as_people_say_them(client):
+    """The taps, prompts, questions and advice of a few steps say "your", "you choose",
+    "Do you", "an Assassin", "1 coin", and name the card a loss would cost."""
+    import re
+
+    g = new_game(client, hand=["assassin", "contessa"], first=0)
+    gid = g["id"]
+    page = enter(client, gid, {"seat": 0, "action": "steal:1"})["game"]  # I steal from Bea
+    page = enter(client, gid, {"seat": 1, "action": "block:captain"})["game"]
+    assert page["prompt"] == "You claim Captain: steal from Bea; Bea blocked with Captain. Do you challenge the block?"
+    assert "You challenge Bea's Captain block" in [c["label"] for c in page["choices"]]
+    page = enter(client, gid, {"action": "all_passed"})["game"]  # I accept the block
+    page = enter(client, gid, {"seat": 1, "action": "steal:0"})["game"]
+    labels = [c["label"] for c in page["choices"]]
+    assert "You challenge Bea's Captain" in labels
+    asks = [a["question"] for c in page["choices"] for a in c["asks"]]
+    assert "Did Bea show a Captain?" in asks
+    texts = [page["prompt"], *labels, *asks, *(x["text"] for x in page["log"])]
+    w = page["advice_words"] or {}
+    texts += (w.get("recommended") or {}).get("reasons", []) + [(w.get("challenge") or {}).get("sentence", "")]
+    texts += (w.get("challenge") or {}).get("explanation", [])
+    bad = [t for t in texts if re.search(BAD_WORDS, t, re.I)]
+    assert not bad, bad
+    names = ["Ann", "Bea", "Cal"]
+    assert W.a_role("assassin") == "an Assassin" and W.plural(1, "coin") == "1 coin" and W.plural(2, "step") == "2 steps"
+    assert W.policy_name("belief_ev") == "Belief EV" and W.policy_name("runs/x/export") == "export"
+    assert W.prompt(names, {"done": False, "current_player": 0, "phase": "exchange", "actor": 0,
+                                 "main_action": "exchange", "target": None}, 0) == "You choose the cards to keep."
+    assert W.reason("Seat 2 cannot hold a Assassin; steal:1 has 1 coins.", names, 0) == \
+        "Cal cannot hold an Assassin; steal from Bea has 1 coin."
+    assert W.cut_name("Annabelle Marguerite Fitzgerald") == "Annabelle Marguerite…"
+
+
+def test_card_loss_advice_names_the_cards_like_the_buttons(client):
+    g = new_game(client, hand=["assassin", "contessa"], first=1)
+    gid = g["id"]
+    enter(client, gid, {"seat": 1, "action": "tax"})
+    page = enter(client, gid, {"seat": 0, "action": "challenge", "bluff_caught": False})["game"]
+    assert page["prompt"] == "You must lose a card."
+    labels = [c["label"] for c in page["choices"]]
+    assert labels == ["Lose your Assassin", "Lose your Contessa"]
+    # the search advises a loss (here without the search, its answer's shape): said as the buttons say it
+    from coupjax.web import advice as A
+
+    adv = {"recommendation": {"action": "reveal:1", "action_id": 9, "source": "search", "close_call": False,
+                              "settled": False, "reasons": ["The search values reveal:1 at +0.10 ± 0.02, clearly ahead."],
+                              "alternatives": [{"id": 9, "value": 0.1, "se": 0.02}]},
+           "search": {"actions": [{"action": f"reveal:{i}", "value": 0.1 * i, "se": 0.02, "best_share": 0.5}
+                                  for i in (0, 1)]}}
+    words = A.describe(adv, page["names"], 0, page["table"], page["hand"], "balanced")
+    assert words["recommended"]["text"] == "Lose your Contessa" and words["recommended"]["text"] in labels
+    assert [v["text"] for v in words["values"]] == ["lose your Assassin", "lose your Contessa"]
+    assert words["recommended"]["reasons"] == ["The search values lose your Contessa at +0.10 ± 0.02, clearly ahead."]
+
+
+def test_practice_names_its_bots_and_narrates_their_moves(client):
+    r = client.post("/api/practice", json={"num_players": 3, "seat": 2, "opponents": "random", "seed": 3,
+                                           "names": ["Zoe", "", ""]})
+    g = r.json()
+    assert g["names"] == ["Zoe", "Cal", "You"] and g["bots"][:2] == ["Random", "Random"]
+    assert g["narration"] and g["narration"][0].startswith("Zoe")  # the bots moved before my first decision
+    for _ in range(300):
+        if g["done"]:
+            break
+        before = len(g["log"])
+        g = client.post(f"/api/games/{g['id']}/act", json={"action": g["choices"][0]["action"]}).json()
+        moved = len(g["log"]) - before - 1  # steps after mine: the bots'
+        assert bool(g["narration"]) == (moved > 0 or g["done"]), (moved, g["narration"])
+    assert g["done"] and g["narration"]  # the ending is said, not only logged
+    assert g["narration"][-1].lower().rstrip(".").endswith("game over")

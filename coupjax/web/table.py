@@ -41,26 +41,12 @@ class BadRequest(ValueError):
         self.message, self.field = message, field
 
 
-MAX_NAME = 24  # characters of a seat's name (the page's inputs take no more)
-
-
-def cut_name(name: str) -> str:
-    """A name of at most `MAX_NAME` characters, cut at a word's end (with "…") when longer."""
-    name = " ".join(name.split())
-    if len(name) <= MAX_NAME:
-        return name
-    head = name[: MAX_NAME - 1]
-    if " " in head and name[MAX_NAME - 1] != " ":
-        head = head[: head.rindex(" ")]
-    return head.rstrip() + "…"
-
-
 def seat_names(names, n: int) -> list[str]:
     if names is None:
         names = []
     if not isinstance(names, list) or len(names) > n or not all(isinstance(x, str) for x in names):
         raise BadRequest(f"names: expected up to {n} strings", "names")
-    out = [cut_name(x) or f"Seat {i}" for i, x in enumerate(names)]
+    out = [W.cut_name(x) or f"Seat {i}" for i, x in enumerate(names)]
     return out + [f"Seat {i}" for i in range(len(out), n)]
 
 

@@ -18,6 +18,20 @@ POLICY_NAMES = {"belief_ev": "Belief EV", "scripted_mix": "Scripted mix", "selfp
                 "regularized": "Regularized"}
 
 
+MAX_NAME = 24  # characters of a seat's name (the page's inputs take no more)
+
+
+def cut_name(name: str) -> str:
+    """A name of at most `MAX_NAME` characters, cut at a word's end (with "…") when longer."""
+    name = " ".join(name.split())
+    if len(name) <= MAX_NAME:
+        return name
+    head = name[: MAX_NAME - 1]
+    if " " in head and name[MAX_NAME - 1] != " ":
+        head = head[: head.rindex(" ")]
+    return head.rstrip() + "…"
+
+
 def title(role: str) -> str:
     return role.capitalize()
 
