@@ -155,7 +155,7 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
 
     @app.exception_handler(UnknownGame)
     async def _unknown(request, exc: UnknownGame):  # noqa: ANN001
-        return JSONResponse({"detail": f"no saved game {str(exc.args[0])[:100]!r}"}, status_code=404)
+        return JSONResponse({"detail": f"no game {str(exc.args[0])[:100]!r} is saved"}, status_code=404)
 
     def keep(g):
         games[g.id] = g

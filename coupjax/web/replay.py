@@ -54,7 +54,7 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     game = game_of(store, gid)
     total = len(game.states)
     if total == 0:
-        return {"id": gid, "kind": game.kind, "steps": 0, "error": public_error(game.error) if game.error else None}
+        return {"id": gid, "kind": game.kind, "steps": 0, "error": public_error(game.error, gid) if game.error else None}
     n = game.num_players
     if game.seat is not None and seat is not None and seat != game.seat:
         raise BadRequest(f"seat: this seat record shows seat {game.seat} only", "seat")
@@ -85,7 +85,7 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
         "advice_words": A.describe(fr["advice"], names, seat, table, table["hand"], style),
         "event": fr["event"], "event_text": W.event(names, fr["event"], seat) if fr["event"] else None,
         "true_hands": true_hands, "seats": [game.seat] if game.seat is not None else list(range(n)),
-        "error": public_error(game.error) if game.error else None,
+        "error": public_error(game.error, gid) if game.error else None,
         "log": [{"step": k, "text": W.event(names, e, seat if game.kind != "match" else None)}
                 for k, e in enumerate(game.events)] if step == 0 else None,
     }
