@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -189,6 +190,72 @@ def steps_shown(page) -> int:
     return int(text.split("(")[1].split(" ")[0])
 
 
+# ------------------------------------------------------------------ what a phone must show
+BAD_WORDS = re.compile(r"you's|\byou chooses\b|\bdoes you\b|\byou (takes|claims|steals|loses|passes|challenges|blocks|"
+                       r"assassinates|coups|finishes)\b|\ban? (assassin|ambassador)\b(?<!an assassin)(?<!an ambassador)|"
+                       r"\b1 (coins|steps|cards|games|times|files)\b|belief_ev|scripted_mix|p_truth|->", re.I)
+
+LABELS_JS = """() => {
+  const out = [];
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const t = n.parentElement.closest('[data-testid], li, p, b, h2, h3, summary, th, td, option, label, span, button, small');
+    if (n.textContent.trim()) out.push([t ? t : n.parentElement, n.textContent]);
+  }
+  const byEl = new Map();
+  for (const [el, t] of out) byEl.set(el, (byEl.get(el) || '') + t);
+  const texts = [...byEl.values()];
+  for (const el of document.querySelectorAll('[aria-label], [title], [placeholder]'))
+    for (const k of ['aria-label', 'title', 'placeholder']) if (el.getAttribute(k)) texts.push(el.getAttribute(k));
+  return texts.map((t) => t.replace(/\\s+/g, ' ').trim());
+}"""
+
+SMALL_JS = """() => {
+  const bad = [];
+  for (const el of document.querySelectorAll('button, a[href], input, select, textarea, summary, [role=button], [role=switch]')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;  // not rendered (a closed fold, a hidden box)
+    if (Math.min(r.width, r.height) < 44) bad.push(`${el.tagName} ${el.id || el.className} "${(el.textContent || el.value || '').trim().slice(0, 30)}" ${Math.round(r.width)}x${Math.round(r.height)}`);
+  }
+  return bad;
+}"""
+
+FIRST_SCREEN_JS = """() => {
+  const top = (el) => el.getBoundingClientRect().top + window.scrollY;
+  const bottom = (el) => el.getBoundingClientRect().bottom + window.scrollY;
+  const must = [...document.querySelectorAll('#prompt, .question, #narration, [data-testid=choice], [data-testid=option]')];
+  const acting = document.querySelector('#strip tr.turn');
+  if (acting) must.push(acting);
+  const low = must.filter((el) => bottom(el) > window.innerHeight).map((el) => `${el.id || el.tagName} "${el.textContent.slice(0, 40)}" ends at ${Math.round(bottom(el))}`);
+  const advice = document.querySelector('#advice');
+  const last = must.length ? Math.max(...must.map(bottom)) : 0;
+  if (advice && advice.getBoundingClientRect().height && top(advice) < last) low.push(`the advice (at ${Math.round(top(advice))}) is above the buttons`);
+  return { low, acting: !!acting, screen: window.innerHeight };
+}"""
+
+
+def labels(page) -> list[str]:
+    """Every text of the page as a person reads it (each element's own text, aria-labels, titles)."""
+    return page.evaluate(LABELS_JS)
+
+
+def bad_words(page) -> list[str]:
+    return sorted({t for t in labels(page) if BAD_WORDS.search(t)})
+
+
+def small_targets(page) -> list[str]:
+    """Interactive elements under 44 px in their smaller dimension."""
+    return page.evaluate(SMALL_JS)
+
+
+def check_first_screen(page, where=""):
+    """At a decision on a phone: the prompt, every button and the acting seat's table row
+    end within the first screen (the document's first 844 px), the advice below them."""
+    got = page.evaluate(FIRST_SCREEN_JS)
+    assert got["acting"], f"{where}: no acting seat's row"
+    assert not got["low"], f"{where}: {got['low']}"
+
+
 # ------------------------------------------------------------------ games the engine plays
 def scripted_match(seed: int, hand=("duke", "duke"), first: int = 1, max_steps: int = 400):
     """A 4-player match with an explicit deal (seat 0 holds ``hand``, seat 1 a Duke) that
@@ -271,4 +338,37 @@ def test_taps_a_warning_corrected_advice_undo_and_reload(server, browser):
     page.reload()
     page.wait_for_selector("[data-testid=choice]")
     assert page.text_content("#app") == before
+    assert page.errors == []
+
+
+def test_a_phone_at_a_decision(server, browser):
+    """390x844: at a reaction, at a follow-up question and at my main action, the prompt,
+    the buttons and the acting seat's row are on the first screen with the advice below;
+    every control is at least 44 px; the words say "your", "an Assassin", "1 coin"; a
+    reload with a question open gives back the half-entered step; the start screen too."""
+    page = open_page(browser, server.url, PHONE)
+    assert not small_targets(page), small_targets(page)
+    start_table(page, ("duke", "duke"), first=1)
+    tap(page, choice(page, "tax", 1))
+    check_first_screen(page, "a reaction")
+    assert page.locator("#advice[data-ready]").count() == 1  # if the others pass: below the buttons
+    tap(page, choice(page, "challenge", 2))
+    check_first_screen(page, "a question")
+    assert page.text_content(".question") == "Did Bea show a Duke?"
+    page.reload()
+    page.wait_for_selector(".question")  # the half-entered challenge is back
+    answer(page, False)
+    tap(page, choice(page, "reveal", 2))
+    answer(page, "contessa")
+    tap(page, choice(page, "income", 2))
+    tap(page, choice(page, "income", 3))
+    page.wait_for_selector("#advice[data-ready]")
+    check_first_screen(page, "my main action")
+    assert "1 coin" not in page.text_content("#strip") or "1 coins" not in page.text_content("#strip")
+    page.locator("#advice details.why summary").first.click() if page.locator("details.why").count() else None
+    page.locator("#log summary").click()
+    assert not small_targets(page), small_targets(page)
+    assert not bad_words(page), bad_words(page)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390 + 1, f"the page is wider than the phone ({width}px)"
     assert page.errors == []
