@@ -191,7 +191,7 @@ def steps_shown(page) -> int:
 
 
 # ------------------------------------------------------------------ what a phone must show
-BAD_WORDS = re.compile(r"you's|\byou chooses\b|\bdoes you\b|\byou (takes|claims|steals|loses|passes|challenges|blocks|"
+BAD_WORDS = re.compile(r"you's|\byou chooses\b|\bdoes you\b|(?<!before )\byou (takes|claims|steals|loses|passes|challenges|blocks|"
                        r"assassinates|coups|finishes)\b|\ban? (assassin|ambassador)\b(?<!an assassin)(?<!an ambassador)|"
                        r"\b1 (coins|steps|cards|games|times|files)\b|belief_ev|scripted_mix|p_truth|->", re.I)
 
@@ -232,6 +232,18 @@ FIRST_SCREEN_JS = """() => {
   if (advice && advice.getBoundingClientRect().height && top(advice) < last) low.push(`the advice (at ${Math.round(top(advice))}) is above the buttons`);
   return { low, acting: !!acting, screen: window.innerHeight };
 }"""
+
+
+UNNAMED_JS = """() => [...document.querySelectorAll('button, a[href], input, select, textarea, summary')].filter((el) => {
+  if (el.getAttribute('aria-label') || el.closest('label')) return false;
+  if (el.id && document.querySelector(`label[for="${el.id}"]`)) return false;
+  return !(el.tagName === 'BUTTON' || el.tagName === 'A' || el.tagName === 'SUMMARY') || !el.textContent.trim();
+}).map((el) => `${el.tagName} ${el.id || el.className}`)"""
+
+
+def unnamed(page) -> list[str]:
+    """Controls a screen reader would have no name for (no text, aria-label or label)."""
+    return page.evaluate(UNNAMED_JS)
 
 
 def labels(page) -> list[str]:
@@ -348,6 +360,12 @@ def test_a_phone_at_a_decision(server, browser):
     reload with a question open gives back the half-entered step; the start screen too."""
     page = open_page(browser, server.url, PHONE)
     assert not small_targets(page), small_targets(page)
+    assert not unnamed(page), unnamed(page)
+    assert page.evaluate("getComputedStyle(document.querySelector('#start-table')).outlineStyle") == "none"
+    page.focus("#start-table")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")  # a keyboard's focus: a visible ring
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
     start_table(page, ("duke", "duke"), first=1)
     tap(page, choice(page, "tax", 1))
     check_first_screen(page, "a reaction")
@@ -368,6 +386,7 @@ def test_a_phone_at_a_decision(server, browser):
     page.locator("#advice details.why summary").first.click() if page.locator("details.why").count() else None
     page.locator("#log summary").click()
     assert not small_targets(page), small_targets(page)
+    assert not unnamed(page), unnamed(page)
     assert not bad_words(page), bad_words(page)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390 + 1, f"the page is wider than the phone ({width}px)"

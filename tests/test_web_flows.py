@@ -11,8 +11,9 @@ import shutil
 import pytest
 
 from coupjax.tracker import Tracker, public_view
-from tests.test_web_browser import (DESKTOP, PHONE, Server, answer, browser, choice, enter_event,  # noqa: F401
-                                    open_page, scripted_match, start_table, steps_shown, tap)
+from tests.test_web_browser import (DESKTOP, PHONE, Server, answer, bad_words, browser, check_first_screen,  # noqa: F401
+                                    choice, enter_event, open_page, scripted_match, small_targets, start_table,
+                                    steps_shown, tap)
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +32,24 @@ def game_id(page) -> str:
     return page.url.split("#/game/")[1].split("/")[0]
 
 
-def play_whole_game(page, server, seed, restart_at=None, undo_at=None):
-    """Enter every step of `scripted_match(seed)` by taps as seat 0; returns (game id, match)."""
+def advice_shown(page):
+    """(for whom, the recommended action) of the advice on screen, or None."""
+    g = page.evaluate("(() => { const s = window.coupjax.state; return s.screen === 'replay' ? s.replay : s.game; })()")
+    rec = (g.get("advice") or {}).get("recommendation")
+    return (g.get("advice_for"), rec["action"]) if rec else None
+
+
+def phone_checks(page, where, words):
+    """At a decision on a phone: the first screen, the 44 px rule; the words are collected."""
+    check_first_screen(page, where)
+    small = small_targets(page)
+    assert not small, f"{where}: {small}"
+    words.update(bad_words(page))
+
+
+def play_whole_game(page, server, seed, restart_at=None, undo_at=None, each=None):
+    """Enter every step of `scripted_match(seed)` by taps as seat 0 (``each(k)`` before
+    step k); returns (game id, match)."""
     m = scripted_match(seed)
     start_table(page, ("duke", "duke"), first=1)
     gid = game_id(page)
@@ -61,6 +78,8 @@ def play_whole_game(page, server, seed, restart_at=None, undo_at=None):
             page.reload()
             page.wait_for_selector("[data-testid=choice]")
             assert steps_shown(page) == k
+        if each is not None:
+            each(k)
         if ev["seat"] == 0 and ev["phase"] == "action":
             assert page.locator("#advice #recommended").count() == 1, f"no advice at step {k}"
             assert page.locator("#advice .val-row").count() >= 1  # the search's values
@@ -124,10 +143,67 @@ def test_practice_match_to_the_end(server, browser):
 
 
 def test_whole_game_on_a_phone(server, browser):
-    """Quick twin: test_taps_a_warning_corrected_advice_undo_and_reload."""
+    """Quick twin: test_a_phone_at_a_decision.
+
+    390x844, a whole game: at every step the prompt, the buttons and the acting seat's row
+    are on the first screen (advice below), every control is 44 px or more, no label says
+    "you's", "a Assassin" or "1 coins"; then its replay on the phone, step by step, shows
+    the advice the live page showed at the same step (the "if everyone before you passes"
+    advice included) under the same rules."""
     page = open_page(browser, server.url, PHONE)
-    gid, m = play_whole_game(page, server, seed=5)
+    words, live = set(), {}
+
+    def each(k):
+        phone_checks(page, f"live step {k}", words)
+        live[k] = advice_shown(page)
+
+    gid, m = play_whole_game(page, server, seed=5, each=each)
     check_record(server, gid, m)
+    words.update(bad_words(page))
+    assert page.locator("#game-over #narration li").count() >= 1  # the step that ended it is shown
+    assert page.locator("#entry").count() == 0  # no empty box under "Game over"
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390 + 1, f"the page is wider than the phone ({width}px)"
+    assert any(x and x[0] == "if_passed" for x in live.values()) and any(x and x[0] == "now" for x in live.values())
+    page.goto(server.url + f"#/replay/{gid}")
+    page.wait_for_selector("#step-label")
+    for k in range(len(m.events)):
+        if k:
+            tap(page, "#forward")
+        assert page.text_content("#step-label") == f"Step {k} of {len(m.events)}"
+        if k in live:  # (step 2 is entered as a warning and its correction: no check before it)
+            assert advice_shown(page) == live[k], f"replay step {k}: {advice_shown(page)} != live {live[k]}"
+        small = small_targets(page)
+        assert not small, f"replay step {k}: {small}"
+        words.update(bad_words(page))
+    assert not words, sorted(words)
+    assert page.errors == []
+
+
+def test_practice_on_a_phone(server, browser):
+    """Quick twin: test_practice_names_its_bots_and_narrates_their_moves.
+
+    A practice match on a phone to its end, a bot named: the prompt says what the bots
+    did since my last move, the first-screen and 44 px rules hold at every decision, the
+    ending is shown under "Game over", no label reads wrong."""
+    page = open_page(browser, server.url, PHONE)
+    page.select_option("#p-policy", "random")
+    page.fill("#p-name-1", "Zoe")
+    page.click("#start-practice")
+    page.wait_for_selector("[data-testid=choice], #game-over")
+    words, narrated, asked = set(), 0, False
+    for k in range(300):
+        if page.locator("#game-over").count():
+            break
+        phone_checks(page, f"practice decision {k}", words)
+        narrated += page.locator("#narration li").count() > 0
+        if not asked:
+            tap(page, "#ask-advice")
+            phone_checks(page, "practice with advice", words)
+            asked = True
+        tap(page, page.locator("[data-testid=choice]").first)
+    assert page.locator("#game-over").count() == 1 and page.locator("#game-over #narration li").count() >= 1
+    assert narrated >= 1 and "Zoe" in page.text_content("#app")
+    words.update(bad_words(page))
+    assert not words, sorted(words)
     assert page.errors == []
