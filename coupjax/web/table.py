@@ -134,8 +134,10 @@ class TableGame:
     def _named(self, message: str) -> str:
         """The tracker's message with seats named ("seat 2" -> "Cal")."""
         names = self.meta["names"]
-        return re.sub(r"\bseat (\d+)", lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names)
+        text = re.sub(r"\bseat (\d+)", lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names)
                       else m.group(0), message)
+        return re.sub(r"\b(a |an )?(duke|assassin|captain|ambassador|contessa)(s?)\b",
+                      lambda m: (W.a_role(m.group(2)) if m.group(1) else W.title(m.group(2))) + m.group(3), text)
 
     def dismiss(self, wid: int) -> None:
         for w in self.meta["warnings"]:

@@ -251,7 +251,7 @@ def _join(items: list[str]) -> str:
 
 # ------------------------------------------------------------------ advice in plain words
 _SEAT = re.compile(r"\b([Ss])eat (\d+)('s)?")
-_NAME = re.compile(r"\b(income|foreign_aid|tax|exchange|coup:\d|assassinate:\d|steal:\d|block:[a-z]+|"
+_NAME = re.compile(r"(?<!\()\b(income|foreign_aid|tax|exchange|coup:\d|assassinate:\d|steal:\d|block:[a-z]+|"
                    r"reveal:\d|keep:[a-z+]+|challenge|pass)\b(?![ ]\()")
 
 
@@ -265,8 +265,7 @@ def reason(text: str, names, me=None, hand=None) -> str:
         return w[0].upper() + w[1:] if m.group(1) == "S" else w
     text = _SEAT.sub(seat, text)
     text = re.sub(r"\b([Yy])ou's\b", lambda m: m.group(1) + "our", text)
-    text = _NAME.sub(lambda m: short(names, m.group(1), me, hand) if ":" in m.group(1) or m.group(1) == "foreign_aid"
-                     else m.group(1), text)
+    text = _NAME.sub(lambda m: short(names, m.group(1), me, hand), text)
     text = re.sub(r"\ba ([AEIOU])", r"an \1", text)
     text = re.sub(r"\b1 (coin|card|step|game|claim|block)s\b", r"1 \1", text)
     text = re.sub(r"([.!?] )([a-z])", lambda m: m.group(1) + m.group(2).upper(), text)

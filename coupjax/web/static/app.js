@@ -116,6 +116,9 @@ async function render(t0) {
   const app = $("#app");
   app.replaceChildren(S.screen === "game" ? gameScreen() : S.screen === "replay" ? replayScreen() : startScreen());
   keepPending();
+  const where = `${S.screen}/${S.screen === "game" ? S.game.id : S.screen === "replay" ? S.replay.id : ""}`;
+  if (where !== render.where) window.scrollTo(0, 0);  // a new screen starts at its top
+  render.where = where;
   S.version += 1;
   app.dataset.version = S.version;
   app.dataset.screen = S.screen;
@@ -177,7 +180,7 @@ function practiceForm() {
     h("p", { class: "hint" }, "Play a match against our bots: any registered policy, or a run or export directory."));
   sec.append(h("label", {}, "Players ", h("select", { id: "p-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); render(); } },
     [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)))));
-  sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => (f.seat = +e.target.value) },
+  sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => { f.seat = +e.target.value; render(); } },
     Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
   sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; warmBot(); } },
     pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, policyName(p))))));
@@ -319,9 +322,9 @@ function seatsView(g, table, trueHands) {
     const card = h("div", { class: cls, "data-seat": s },
       h("div", { class: "seat-head" }, h("b", {}, g.names[s]), mine && g.names[s] !== "You" ? h("small", {}, " (you)") : null,
         table.current_player === s ? h("span", { class: "tag" }, "to act") : null,
-        g.bots && g.bots[s] ? h("small", { class: "bot" }, ` bot: ${g.bots[s]}`) : null,
         h("span", { class: "coins", title: "coins" }, plural(table.coins[s], "coin"))));
     const info = h("div", { class: "seat-info" });
+    if (g.bots && g.bots[s]) info.append(h("div", { class: "bot" }, `Bot: ${g.bots[s]}`));
     if (mine) info.append(h("div", {}, "Hand: ", ...cardChips(g.hand, "hand"), g.drawn && g.drawn.length ? [" drawn: ", ...cardChips(g.drawn, "hand")] : null));
     else info.append(h("div", {}, `${plural(table.hidden[s], "card")} in hand`));
     if (trueHands && !mine && trueHands[s].length) info.append(h("div", { class: "true-hand" }, "True hand: ", ...cardChips(trueHands[s], "hand")));
@@ -413,7 +416,7 @@ function adviceView(g, onRequest) {
   if (w.challenge) {
     const c = w.challenge;
     box.append(h("div", { class: "call", id: "challenge-call" },
-      h("b", {}, "The claim"), h("span", { class: "nums" }, ` · P(claim true) ${fmt(c.p_truth)} · threshold ${fmt(c.theta)}`),
+      h("b", {}, "The claim"), h("span", { class: "nums" }, ` · chance it is true ${fmt(c.p_truth)} · a challenge pays below ${fmt(c.theta)}`),
       h("p", {}, c.sentence), h("details", { class: "why" }, h("summary", {}, "Why, in full"),
         h("ul", { class: "small" }, (Array.isArray(c.explanation) ? c.explanation : [c.explanation]).map((x) => h("li", {}, x))))));
   }
