@@ -330,7 +330,7 @@ def test_taps_a_warning_corrected_advice_undo_and_reload(server, browser):
     tap(page, choice(page, "reveal", 2))
     answer(page, "duke")  # a fourth Duke: refused
     assert page.is_visible("#warnings")
-    assert "duke" in page.text_content("#warnings .rule")
+    assert "Duke" in page.text_content("#warnings .rule")
     assert page.locator("#advice #recommended").count() == 0  # the warning is not advice
     assert steps_shown(page) == 2
     tap(page, "#warnings button.primary")  # correct it: the card is asked again
@@ -390,4 +390,39 @@ def test_a_phone_at_a_decision(server, browser):
     assert not bad_words(page), bad_words(page)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390 + 1, f"the page is wider than the phone ({width}px)"
+    assert page.errors == []
+
+
+def test_saved_games_renamed_downloaded_deleted_and_a_bad_upload_refused(server, browser, tmp_path):
+    """The saved games list: a game by its players, renamed, downloaded, deleted (a second
+    tap confirms); a file that is no game is refused with its reason, which names no
+    server path, and is not listed."""
+    page = open_page(browser, server.url, PHONE)
+    start_table(page, ("duke", "captain"), first=0, names=["Ann", "Bea"])
+    page.goto(server.url + "#/")
+    page.wait_for_selector("#saved li")
+    row = page.locator("#saved li", has_text="Ann, Bea").first
+    gid = row.get_attribute("data-id")
+    row.locator("button.rename").click()
+    page.fill(".rename-input", "friday-night")
+    tap(page, page.get_by_role("button", name="Save name"))
+    row = page.locator('#saved li[data-id="friday-night"]')
+    assert row.count() == 1 and not (server.games_dir / f"{gid}.jsonl").exists()
+    with page.expect_download() as dl:
+        row.get_by_role("link", name="Download friday-night").click()
+    assert Path(dl.value.path()).read_text() == (server.games_dir / "friday-night.jsonl").read_text()
+    row.locator("button.delete").click()
+    assert row.locator("button.delete").text_content() == "Really delete?"  # nothing gone yet
+    tap(page, row.locator("button.delete"))
+    assert page.locator('#saved li[data-id="friday-night"]').count() == 0
+    assert not (server.games_dir / "friday-night.jsonl").exists()
+    junk = tmp_path / "notes.jsonl"
+    junk.write_text("hello\n")
+    before = sorted(p.name for p in server.games_dir.iterdir())
+    page.set_input_files("#upload", str(junk))
+    page.wait_for_selector("#toast:not([hidden])")
+    toast = page.text_content("#toast")
+    assert toast.startswith("not a game file") and "notes.jsonl" in toast and str(server.games_dir) not in toast
+    assert sorted(p.name for p in server.games_dir.iterdir()) == before
+    assert not small_targets(page) and not unnamed(page) and not bad_words(page)
     assert page.errors == []

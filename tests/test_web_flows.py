@@ -58,7 +58,7 @@ def play_whole_game(page, server, seed, restart_at=None, undo_at=None, each=None
         if k == 2:  # Cal loses a card: first a fourth Duke (refused, kept as a warning), then corrected
             tap(page, choice(page, "reveal", 2))
             answer(page, "duke")
-            assert page.is_visible("#warnings") and "duke" in page.text_content("#warnings .rule")
+            assert page.is_visible("#warnings") and "Duke" in page.text_content("#warnings .rule")
             assert steps_shown(page) == 2
             tap(page, "#warnings button.primary")
             answer(page, ev["reveals"][0]["role"])

@@ -183,7 +183,7 @@ function practiceForm() {
   sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => { f.seat = +e.target.value; render(); } },
     Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
   sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; warmBot(); } },
-    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p] }, policyName(p))))));
+    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p].replace(/\b[a-z]+_[a-z_]+\b/g, (w) => policyName(w)) }, policyName(p))))));
   sec.append(h("label", {}, "or a checkpoint ", h("input", { id: "p-spec", placeholder: "runs/NAME/export", value: f.other, oninput: (e) => (f.other = e.target.value) })));
   const bots = h("div", { class: "names" });
   let k = 1;
