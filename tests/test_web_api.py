@@ -382,7 +382,9 @@ def test_words_read_as_people_say_them(client):
     texts = [page["prompt"], *labels, *asks, *(x["text"] for x in page["log"])]
     w = page["advice_words"] or {}
     texts += (w.get("recommended") or {}).get("reasons", []) + [(w.get("challenge") or {}).get("sentence", "")]
-    texts += (w.get("challenge") or {}).get("explanation", [])
+    why = w["challenge"]["explanation"]  # "Why, in full": each number said in words
+    assert any(x.startswith("So: ") for x in why) and any("for this kind of claim" in x for x in why), why
+    texts += why
     bad = [t for t in texts if re.search(BAD_WORDS, t, re.I)]
     assert not bad, bad
     names = ["Ann", "Bea", "Cal"]

@@ -272,8 +272,41 @@ def reason(text: str, names, me=None, hand=None) -> str:
     return text[0].upper() + text[1:] if text else text
 
 
+_EXPLAINED = {  # the numbers of `coupjax.advice.explain.explain_challenge`'s text, for advice that carries only it
+    "base": r"= base (-?[\d.]+)", "adj_observer": r"\) ([+-][\d.]+) \((?:you have one influence left|you have 2 influence)\)",
+    "adj_claimant": r"([+-][\d.]+) \([^()]* (?:has one influence left|has 2 influence)\)",
+    "adj_threat": r"([+-][\d.]+) \((?:coin threat[^()]*|no coin threat)\)", "style": r"([+-][\d.]+) \(style ",
+    "role_claims": r"made (\d+) \w+ claim", "role_blocks": r"and (\d+) \w+ block",
+    "visible": r"(\d) of 3 \w+ visible", "revealed_role": r"visible to you \((\d+) revealed",
+    "own_role": r"revealed, (\d+) in your hand", "deck": r"deck (\d+) cards",
+}
+
+
+def _from_explanation(ch: dict) -> dict:
+    """``ch`` with the numbers its explanation names and its fields lack."""
+    text, out = ch.get("explanation") or "", dict(ch)
+    if isinstance(text, str):
+        for key, pat in _EXPLAINED.items():
+            m = re.search(pat, text)
+            if m and out.get(key) is None:
+                out[key] = float(m.group(1))
+        m = re.search(r"= base [\d.]+ \(((?:[^()]|\([^()]*\))*)\)", text)
+        if m and not out.get("context_text"):
+            out["context_text"] = re.sub(r" \((duke|assassin|captain|ambassador|contessa)\)", "", m.group(1))
+        if out.get("threat") is None:
+            out["threat"] = "(coin threat" in text
+        for key, pat in (("me_hidden", "you have one influence left"), ("claimant_hidden", "has one influence left")):
+            if out.get(key) is None:
+                out[key] = 1 if pat in text else 2
+    if out.get("band") is None and isinstance(text, str):
+        m, bar = re.search(r"band \+/-([\d.]+)", text), re.search(r"threshold - band ([\d.]+)", text)
+        out["band"] = float(m.group(1)) if m else max(0.0, float(out["theta"]) - float(bar.group(1))) if bar else 0.0
+    return out
+
+
 def why_in_full(ch: dict, names, me, claimant: int, style: str) -> list[str]:
     """The challenge advice's numbers, each said in words (the "Why, in full" of the page)."""
+    ch = _from_explanation(ch)
     role = title(ch.get("role_name") or R.ROLES[int(ch.get("role", 0))])
     c, cs = who(names, claimant, me), whose(names, claimant, me)
     out = []
@@ -300,7 +333,9 @@ def why_in_full(ch: dict, names, me, claimant: int, style: str) -> list[str]:
             moves.append(f"{float(ch[key]):+.2f} because {text}")
     if ch.get("style") is not None:
         moves.append(f"{float(ch['style']):+.2f} for the {style} style")
-    base = f"It starts at {float(ch['base']):.2f} for this kind of claim" if ch.get("base") is not None else ""
+    kind = f" ({reason(ch['context_text'], names, me)[0].lower() + reason(ch['context_text'], names, me)[1:]})" \
+        if ch.get("context_text") else ""
+    base = f"It starts at {float(ch['base']):.2f} for this kind of claim{kind}" if ch.get("base") is not None else ""
     out.append(f"A challenge pays when that chance is below {theta:.2f}. " + (base + (": " + ", ".join(moves) if moves
                                                                                      else "") + "." if base else ""))
     if band:
