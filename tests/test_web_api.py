@@ -389,7 +389,7 @@ def test_words_read_as_people_say_them(client):
     assert not bad, bad
     names = ["Ann", "Bea", "Cal"]
     assert W.a_role("assassin") == "an Assassin" and W.plural(1, "coin") == "1 coin" and W.plural(2, "step") == "2 steps"
-    assert W.policy_name("belief_ev") == "Belief EV" and W.policy_name("runs/x/export") == "export"
+    assert W.policy_name("belief_ev") == "Belief EV" and W.policy_name("runs/night_run/export") == "night run"
     assert W.prompt(names, {"done": False, "current_player": 0, "phase": "exchange", "actor": 0,
                                  "main_action": "exchange", "target": None}, 0) == "You choose the cards to keep."
     assert W.reason("Seat 2 cannot hold a Assassin; steal:1 has 1 coins.", names, 0) == \

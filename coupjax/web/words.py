@@ -53,8 +53,10 @@ def policy_name(spec: str) -> str:
     base = spec.split(":")[0]
     if base in POLICY_NAMES:
         return POLICY_NAMES[base] + (f" ({spec.split(':', 1)[1]})" if ":" in spec else "")
-    last = spec.rstrip("/").split("/")[-1] or spec
-    return last.replace("_", " ")
+    parts = [x for x in spec.split("/") if x]
+    if len(parts) > 1 and parts[-1] == "export":  # runs/NAME/export: the run's name
+        parts.pop()
+    return (parts[-1] if parts else spec).replace("_", " ")
 
 
 def whose(names, s, me=None) -> str:
