@@ -34,7 +34,7 @@ except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install \"coupjax[gymnasium]\" ({err})") from None
 
 from coupjax import rules as R
-from coupjax.arena import MAX_STEPS
+from coupjax.seat_tables import MAX_STEPS
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
 from coupjax.game import board
 from coupjax.match import compiled

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax import rules as R
 from coupjax.env import Env
 from coupjax.events import (EVENT_KEYS, FieldError, boolean, const, event_fields, event_to_dict, integer,
@@ -41,7 +41,7 @@ def compiled(num_players: int):
     """(env, jitted init, step, make_position) for a table size, shared process-wide."""
     env = Env(num_players)
     return (env, jax.jit(env.init), jax.jit(env.step),
-            jax.jit(functools.partial(P.make_position, num_players)))
+            jax.jit(functools.partial(deal.make_position, num_players)))
 
 
 def _int(field: str, v, lo: int, hi: int) -> int:
@@ -131,7 +131,7 @@ class Match:
         else:
             deck_ids = _roles(deck, "deck")
         try:
-            P.check_cards(hand_ids, deck_ids, revealed_ids)
+            deal.check_cards(hand_ids, deck_ids, revealed_ids)
         except ValueError as err:
             raise FieldError("hands/deck/revealed", str(err)) from None
         if coins is None:
@@ -143,13 +143,13 @@ class Match:
         if not hand_ids[current_player]:
             raise FieldError("current_player", f"seat {current_player} has no hidden cards")
         turn = _int("turn", turn, 0, R.TURN_CAP - 1)
-        return (P.hand_arrays(hand_ids, n), P.deck_array(deck_ids), np.asarray(coins, np.int32),
-                P.hand_arrays(revealed_ids, n), current_player, turn)
+        return (deal.hand_arrays(hand_ids, n), deal.deck_array(deck_ids), np.asarray(coins, np.int32),
+                deal.hand_arrays(revealed_ids, n), current_player, turn)
 
     def _deal_record(self) -> dict:
         s = self.state
         return {"type": "deal", "version": FORMAT_VERSION, "num_players": self.num_players, "seed": self.seed,
-                "hands": self.hands, "deck": self.deck, "deck_shuffled": P.deck_shuffled(s), "coins": P.coins(s),
+                "hands": self.hands, "deck": self.deck, "deck_shuffled": deal.deck_shuffled(s), "coins": deal.coins(s),
                 "revealed": self.revealed, "current_player": int(s.current_player), "turn": int(board.turn(s))}
 
     # ------------------------------------------------------------------ reading
@@ -163,19 +163,19 @@ class Match:
 
     @property
     def hands(self) -> list[list[str]]:
-        return [[R.ROLES[c] for c in row] for row in P.hands(self.state)]
+        return [[R.ROLES[c] for c in row] for row in deal.hands(self.state)]
 
     @property
     def deck(self) -> list[str]:
-        return [R.ROLES[c] for c in P.deck_order(self.state)]
+        return [R.ROLES[c] for c in deal.deck_order(self.state)]
 
     @property
     def drawn(self) -> list[str]:
-        return [R.ROLES[c] for c in P.drawn(self.state)]
+        return [R.ROLES[c] for c in deal.drawn(self.state)]
 
     @property
     def revealed(self) -> list[list[str]]:
-        return [[R.ROLES[c] for c in row] for row in P.revealed(self.state)]
+        return [[R.ROLES[c] for c in row] for row in deal.revealed(self.state)]
 
     def legal_actions(self) -> list[str]:
         """Protocol names of the legal actions (absolute seats); empty once done."""
@@ -191,13 +191,13 @@ class Match:
     def view(self) -> dict:
         """A JSON-able public summary of the table."""
         s = self.state
-        hidden = [len(h) for h in P.hands(s)]
+        hidden = [len(h) for h in deal.hands(s)]
         placements = self.placements()
         role = lambda r: R.ROLES[int(r)] if r >= 0 else None  # noqa: E731
         return {
             "turn": int(board.turn(s)), "current_player": self.current_player,
             "phase": "done" if self.done else R.PHASES[int(board.phase(s))],
-            "coins": P.coins(s), "hidden": hidden, "revealed": self.revealed,
+            "coins": deal.coins(s), "hidden": hidden, "revealed": self.revealed,
             "alive": [h > 0 for h in hidden], "done": self.done,
             "winner": placements[0] if placements else None, "placements": placements,
             "actor": int(board.actor(s)),

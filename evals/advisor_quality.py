@@ -30,7 +30,7 @@ printed figures are in-sample: the fitting games).
 ``--seat-table GAMES`` instead seats each pool policy (the scripted bots and
 belief_ev) and, with ``--alphas a,b``, belief_ev variants challenging with those
 alphas, in one seat of GAMES tables against three pool opponents, in the arena
-(`evals.advisor.seat_table`).  It is a report (tuning seeds refused); ``--tune``
+(`evals.advisor.variant_tables`).  It is a report (tuning seeds refused); ``--tune``
 marks a run that chooses belief_ev's PLAY_OVERRIDES, accepted only on a tuning seed.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tunin
 from evals.advisor.fit import fit_constants, params_dict, write_config
 from evals.advisor.record import NUM_PLAYERS, record_conditions
 from evals.advisor.score import evaluate, table
-from evals.advisor.seat_table import seat_table
+from evals.advisor.variant_tables import variant_table
 
 CONFIG = config_path("advisor.yaml")
 
@@ -58,7 +58,7 @@ def run_seat_table(args) -> dict:
     t0 = time.perf_counter()
     alphas = [float(a) for a in args.alphas.split(",") if a]
     with Progress(transient=True, disable=args.quiet) as progress:
-        res = seat_table(args.seat_table, args.seed, args.chunk or 2000, alphas=alphas, tune=args.tune,
+        res = variant_table(args.seat_table, args.seed, args.chunk or 2000, alphas=alphas, tune=args.tune,
                          progress=progress)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     for name, r in sorted(res["policies"].items(), key=lambda kv: -kv[1]["win_rate"]):
@@ -88,7 +88,7 @@ def main(argv=None):
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--seat-table", type=int, default=0, metavar="GAMES",
                     help="instead: seat each pool policy (and the --alphas variants of belief_ev) in one seat of "
-                         "GAMES 4-player tables against the pool and report its win rate (coupjax.arena)")
+                         "GAMES 4-player tables against the pool and report its win rate (coupjax.seat_tables)")
     ap.add_argument("--alphas", type=str, default="",
                     help="with --seat-table: also seat belief_ev variants challenging with these alphas (1,2,...)")
     ap.add_argument("--tune", action="store_true",

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax import console as output
 from coupjax.args import Parser, fail, positive_int
 from coupjax.env import Env
@@ -102,8 +102,8 @@ def play_paired(env, units_a: list[str], units_b: list[str], games: int, seeds: 
     for u in units:
         for s in seeds:
             seats, opp, _ = tables[s]
-            groups.append(arena.seat_index(seats, opp, specs.index(u), n))  # opponent k is entry k
-            keys.append(np.asarray(arena.game_keys(s, 0, games)))
+            groups.append(seat_tables.seat_index(seats, opp, specs.index(u), n))  # opponent k is entry k
+            keys.append(np.asarray(seat_tables.game_keys(s, 0, games)))
             order_of.append((u, s))
     order = interleave(groups)
     idx = np.stack([groups[g][r] for g, r in order])

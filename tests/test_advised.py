@@ -14,9 +14,8 @@ from coupjax import rules as R
 from coupjax.match import Match
 from coupjax.policies.advised import parse_arg
 from coupjax.policies.spec import PolicySpecError, describe_spec, resolve_policy
-from coupjax.tracker import advice as ADV
-from coupjax.web import advice as WA
-
+from coupjax.tracker import seat_report
+from coupjax.web import advice_text
 N = 4
 
 
@@ -90,8 +89,8 @@ def test_advised_plays_exactly_the_page_recommendation():
     for state, logits in _played("advised:honest:all", games=2):
         if int(state._phase) not in (R.PH_ACTION, R.PH_REACT, R.PH_ANSWER_BLOCK):
             continue
-        page = WA.advice(state, 1, "balanced", use_search=False)
-        assert page == ADV.advice(state, 1, use_search=False)
+        page = advice_text.advice(state, 1, "balanced", use_search=False)
+        assert page == seat_report.advice(state, 1, use_search=False)
         rec = page["recommendation"]
         assert rec is not None
         # the policy's one action (the others floored at probability 1e-30) is the page's recommendation

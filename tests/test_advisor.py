@@ -14,7 +14,7 @@ from coupjax import policies as P
 from coupjax.advice import action_ev as AE
 from coupjax.advice import challenge as A
 from coupjax.advice import explain as EX
-from coupjax.game import deal as POS
+from coupjax.game import deal
 from coupjax import rules as R
 from coupjax.match import Match, compiled
 from coupjax.seeds import REPORT_SEED, TUNING_SEEDS
@@ -199,7 +199,7 @@ def test_explanation_names_the_numbers(turn_one_tax):
 def test_recommend_action():
     env, _, _, position = compiled(N)
     hands = np.array([[D, AS], [C, CO], [AM, D], [AS, C]], np.int32)
-    deck = POS.deck_array([D, AM, CO, CO, AM, C, AS])
+    deck = deal.deck_array([D, AM, CO, CO, AM, C, AS])
     s = position(hands, deck, np.array([7, 2, 2, 5], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
     f = jax.jit(lambda o, msk: AE.recommend_action(o, msk, N))
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
@@ -260,14 +260,14 @@ def test_belief_ev_reads_only_its_observation():
         m.play(name)
     s = m.state  # seat 1 stole from seat 0; seat 2 reacts
     me = int(s.current_player)
-    cards = [c for seat, h in enumerate(POS.hands(s)) if seat != me for c in h] + POS.deck_order(s)
+    cards = [c for seat, h in enumerate(deal.hands(s)) if seat != me for c in h] + deal.deck_order(s)
     rng = np.random.default_rng(0)
     for _ in range(3):
         perm = list(rng.permutation(cards))
         hands = []
-        for seat, h in enumerate(POS.hands(s)):
+        for seat, h in enumerate(deal.hands(s)):
             hands.append(h if seat == me else [perm.pop() for _ in h])
-        other = POS.replace_hidden(s, POS.hand_arrays(hands, N), POS.deck_array(perm))
+        other = deal.replace_hidden(s, deal.hand_arrays(hands, N), deal.deck_array(perm))
         np.testing.assert_array_equal(np.asarray(other.observation), np.asarray(s.observation))
         key = jax.random.PRNGKey(1)
         np.testing.assert_array_equal(np.asarray(pol(key, other)), np.asarray(pol(key, s)))
@@ -312,7 +312,7 @@ def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
 @pytest.mark.slow
 def test_advisor_seat_table_is_the_arenas(tmp_path):
     """--seat-table: each pool policy and each belief_ev alpha variant in one seat of the
-    same tables against the pool (`coupjax.arena.play_tables`, the variants built).
+    same tables against the pool (`coupjax.seat_tables.play_tables`, the variants built).
     About 40 s on 2 CPU cores: the table compiles belief_ev twice.
     Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import OPPONENTS

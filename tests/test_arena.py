@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.game import board
 from coupjax.policies import make_policy, resolve_policy
@@ -30,9 +30,9 @@ def env():
 
 
 def test_every_policy_faces_the_same_draws():
-    seats, opp = arena.draw_tables(50, 4, seed=3)
-    a = arena.seat_index(seats, opp, tested=6, num_players=4)
-    b = arena.seat_index(seats, opp, tested=7, num_players=4)
+    seats, opp = seat_tables.draw_tables(50, 4, seed=3)
+    a = seat_tables.seat_index(seats, opp, tested=6, num_players=4)
+    b = seat_tables.seat_index(seats, opp, tested=7, num_players=4)
     assert (a[np.arange(50), seats] == 6).all() and (b[np.arange(50), seats] == 7).all()
     mask = np.ones_like(a, bool)
     mask[np.arange(50), seats] = False
@@ -44,35 +44,35 @@ def test_every_policy_faces_the_same_draws():
 
 
 def test_results_do_not_depend_on_the_chunk_size(env):
-    one = arena.play_tables(env, ["honest"], 24, seed=5, chunk=24)["honest"]
-    three = arena.play_tables(env, ["honest"], 24, seed=5, chunk=7)["honest"]
+    one = seat_tables.play_tables(env, ["honest"], 24, seed=5, chunk=24)["honest"]
+    three = seat_tables.play_tables(env, ["honest"], 24, seed=5, chunk=7)["honest"]
     assert one.pop("action_entropy") == pytest.approx(three.pop("action_entropy"), rel=1e-6)  # summation order
     assert one == three
 
 
 def test_the_one_definition_of_winning(env):
     """A win is placement 1 by the rules' ranking; placements are a permutation."""
-    run = arena.make_table_runner(env, [make_policy("random", env), make_policy("honest", env)])
+    run = seat_tables.make_table_runner(env, [make_policy("random", env), make_policy("honest", env)])
     idx = jnp.asarray(np.random.default_rng(0).integers(0, 2, (64, N)), jnp.int32)
-    state, stats = run(arena.game_keys(3, 0, 64), idx)
+    state, stats = run(seat_tables.game_keys(3, 0, 64), idx)
     place = np.asarray(stats["placement"])
     assert np.asarray(stats["finished"]).all()
     assert (np.sort(place, axis=1) == np.arange(1, N + 1)).all()
     np.testing.assert_array_equal(np.asarray(stats["wins"]), place == 1)
     winners = np.asarray(jax.vmap(board.winner)(state))
     np.testing.assert_array_equal(np.argmax(place == 1, axis=1), winners)
-    row = arena.summarize(np.array([1, 0, 0, 1]), np.array([1, 3, 2, 1]))
+    row = seat_tables.summarize(np.array([1, 0, 0, 1]), np.array([1, 3, 2, 1]))
     assert row["win_rate"] == 0.5 and row["mean_placement"] == 1.75 and row["wins"] == 2 and row["games"] == 4
     assert row["ci95_low"] < 0.5 < row["ci95_high"]
 
 
 def test_head_to_head_seats_three_copies(env):
-    rows = arena.play_tables(env, ["random"], 16, seed=5, opponents="honest")
-    rows_pool = arena.play_tables(env, ["random"], 16, seed=5)
+    rows = seat_tables.play_tables(env, ["random"], 16, seed=5, opponents="honest")
+    rows_pool = seat_tables.play_tables(env, ["random"], 16, seed=5)
     assert rows["random"]["games"] == 16
     assert rows["random"] != rows_pool["random"]
     # honest against three honest copies wins about a quarter of its tables by symmetry
-    sym = arena.play_tables(env, ["honest"], 400, seed=9, opponents="honest")["honest"]
+    sym = seat_tables.play_tables(env, ["honest"], 400, seed=9, opponents="honest")["honest"]
     assert sym["ci95_low"] < 0.25 < sym["ci95_high"]
 
 
@@ -82,9 +82,9 @@ def test_parameters_are_arguments_of_the_runner(env):
         del key
         return masked_logits(jnp.exp(prm * jnp.arange(env.num_actions) / env.num_actions), state.legal_action_mask)
 
-    run = arena.make_table_runner(env, [make_policy("honest", env), arena.ParamPolicy(apply, jnp.float32(0.0))])
+    run = seat_tables.make_table_runner(env, [make_policy("honest", env), seat_tables.ParamPolicy(apply, jnp.float32(0.0))])
     idx = jnp.asarray([[1, 0, 0, 0]] * 8, jnp.int32)
-    keys = arena.game_keys(1, 0, 8)
+    keys = seat_tables.game_keys(1, 0, 8)
     _, a = run(keys, idx)
     _, b = run(keys, idx, params=(jnp.float32(40.0),))
     assert not np.array_equal(np.asarray(a["steps"]), np.asarray(b["steps"]))
@@ -101,7 +101,7 @@ def test_policy_specs_resolve(env, tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     assert resolve_policy("mybots:always_first", env).__name__ == "always_first"
     assert resolve_policy("mybots:make_bot", env).__name__ == "always_first"
-    rows = arena.play_tables(env, ["mybots:make_bot"], 8, seed=2)
+    rows = seat_tables.play_tables(env, ["mybots:make_bot"], 8, seed=2)
     assert rows["mybots:make_bot"]["games"] == 8
     for bad in ("no_such_policy", "mybots:nothing", "no_such_module:f"):
         with pytest.raises(ValueError):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from coupjax.beliefs import coupvisor as B
-from coupjax.game import deal as POS
+from coupjax.game import deal
 from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
-from coupjax.view import parse
+from coupjax.observation import parse
 from coupjax.match import Match, compiled
 
 D, A, C, M, T = range(5)  # duke assassin captain ambassador contessa
@@ -76,13 +76,13 @@ def test_parse_observation_matches_the_state():
     for seat in range(4):
         p = jax.tree.map(np.asarray, _PARSE(observe(m, seat), 4))
         order = [(seat + k) % 4 for k in range(4)]
-        hands = POS.hands(m.state)
+        hands = deal.hands(m.state)
         assert p.own_cards.tolist() == hands[seat] + [-1] * (2 - len(hands[seat]))
         assert p.hidden.tolist() == [len(hands[s]) for s in order]
         claims = np.asarray(m.state._claims)[order]
         np.testing.assert_array_equal(p.claims, claims)
         assert int(p.exchanger) == (1 - seat) % 4
-        drawn = POS.drawn(m.state)
+        drawn = deal.drawn(m.state)
         assert p.drawn.sum() == (2 if seat == 1 else 0)
         assert int(p.other_drawn) == (0 if seat == 1 else 2)
         assert int(p.deck_size) == int(m.state._deck_size)

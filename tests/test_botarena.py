@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from coupjax import cli
-from coupjax.arena import summarize
+from coupjax.seat_tables import summarize
 from coupjax.botarena import Arena, ArenaError, parse_bot, parse_policy, process, protocol, seatings
 from coupjax.events import event_to_dict, last_event
 from coupjax.match import Match
@@ -87,7 +87,7 @@ def _random_match(seed, max_steps=400):
 
 
 def test_readable_observation_agrees_with_the_table():
-    """Every seat's readable observation (parsed by coupjax.view.parse, seats made
+    """Every seat's readable observation (parsed by coupjax.observation.parse, seats made
     absolute) says what the Match says: coins, hidden and revealed cards, own cards,
     the pending action; only the seat's own cards are in it."""
     observe, checked = jax.jit(Match(4).env.observe), 0

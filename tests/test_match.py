@@ -18,7 +18,7 @@ import pytest
 from coupjax import rules as R
 from coupjax.events import (EVENT_KEYS, FieldError, check_event, event_fields, event_from_dict, event_to_dict,
                             last_event)
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import FORMAT_VERSION, Match, ReplayError
 from tests.play import stalling_choice
 
@@ -66,9 +66,9 @@ def replay_differs(m: Match, path) -> str | None:
     except ValueError as err:
         return f"load failed: {err}"
     for what, x, y in (("events", r.events, m.events), ("hands", r.hands, m.hands), ("deck", r.deck, m.deck),
-                       ("drawn", r.drawn, m.drawn), ("coins", P.coins(r.state), P.coins(m.state)),
+                       ("drawn", r.drawn, m.drawn), ("coins", deal.coins(r.state), deal.coins(m.state)),
                        ("revealed", r.revealed, m.revealed), ("placements", r.placements(), m.placements()),
-                       ("deck_shuffled", P.deck_shuffled(r.state), P.deck_shuffled(m.state)),
+                       ("deck_shuffled", deal.deck_shuffled(r.state), deal.deck_shuffled(m.state)),
                        ("view", r.view(), m.view())):
         if x != y:
             return what
@@ -119,7 +119,7 @@ def test_explicit_matches_replay_exactly(shuffled, tmp_path):
         hands[n - 1], revealed[n - 1] = hands[n - 1][:1], hands[n - 1][1:]  # one seat down to one card
         m = Match(n, seed=s, hands=hands, deck=cards[2 * n:], revealed=revealed, coins=[s % 4 + 1] * n,
                   current_player=s % (n - 1), turn=150 if s % 2 else 0, deck_shuffled=shuffled)
-        assert P.deck_shuffled(m.state) is shuffled
+        assert deal.deck_shuffled(m.state) is shuffled
         play_out(m, seed=s, style=_stalling if s % 2 else _eager)
         assert replay_differs(m, tmp_path / f"{s}.jsonl") is None
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import arena, testing
+from coupjax import seat_tables, testing
 from coupjax import policies as P
 from coupjax import rules as R
 from coupjax.env import Env
@@ -156,7 +156,7 @@ def test_api_test_passes_and_has_teeth():
 # ------------------------------------------------------------------ rates within their standard errors
 @pytest.fixture(scope="module")
 def rates(env):
-    return arena.measure_rates(env, jax.random.PRNGKey(12), NUM_GAMES)[0]
+    return seat_tables.measure_rates(env, jax.random.PRNGKey(12), NUM_GAMES)[0]
 
 
 def _tolerance(p, n, measured):
@@ -203,13 +203,13 @@ def test_registry(env):
 def test_draw_seats():
     for cond, mix in pools.CONDITIONS.items():
         assert abs(sum(mix.values()) - 1.0) < 1e-9
-        seats = np.asarray(arena.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
+        seats = np.asarray(seat_tables.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
         assert seats.shape == (5000, 4) and seats.dtype == np.int32
         for name, w in mix.items():
             share = (seats == pools.SCRIPTED_NAMES.index(name)).mean()
             assert abs(share - w) < 0.02, (cond, name, share)
     with pytest.raises(ValueError):
-        arena.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
+        seat_tables.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
 
 
 def test_bot_choices_on_positions():
@@ -245,11 +245,11 @@ def test_bot_choices_on_positions():
 
 
 def test_run_games_small(env):
-    state, stats = arena.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
+    state, stats = seat_tables.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
     assert np.asarray(state.terminated).all()
     assert np.asarray(stats["wins"]).sum() == 8
     assert np.asarray(stats["bluffs"])[:, 0].sum() == 0
-    assert set(stats) >= set(arena.STAT_NAMES)
+    assert set(stats) >= set(seat_tables.STAT_NAMES)
 
 
 def test_bench_policy_times_every_spec_at_the_same_positions(tmp_path, capsys):

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from coupjax.beliefs import posterior as P
-from coupjax.game import deal as POS
+from coupjax.game import deal
 from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
-from coupjax.view import parse
+from coupjax.observation import parse
 from coupjax.match import Match, compiled
 
 Q = dict(q_honest_action=0.85, q_bluff_action=0.15, q_honest_block=0.85, q_bluff_block=0.15)
@@ -392,10 +392,10 @@ def test_sampled_worlds_reproduce_the_observation():
     hands_abs = np.asarray(P.to_absolute(worlds.hands, observer))
     assert (hands_abs[:, observer] == np.asarray(worlds.hands[:, 0])).all()
     assert (hands_abs[:, (observer + 1) % 4] == np.asarray(worlds.hands[:, 1])).all()
-    replace = jax.jit(POS.replace_hidden)
+    replace = jax.jit(deal.replace_hidden)
     for k in range(4):
         s = replace(m.state, hands_abs[k], worlds.deck[k])
-        POS.check_cards(POS.hands(s), POS.deck_order(s), POS.revealed(s), POS.drawn(s))
+        deal.check_cards(deal.hands(s), deal.deck_order(s), deal.revealed(s), deal.drawn(s))
         np.testing.assert_array_equal(np.asarray(_observe(4)(s, observer)), np.asarray(obs))
 
 

@@ -24,7 +24,7 @@ from coupjax.beliefs import posterior as P
 from coupjax.events import event_to_dict
 from coupjax.game.deal import hidden_hands
 from coupjax.match import Match, compiled
-from coupjax.view import parse
+from coupjax.observation import parse
 from tests.public_record import PublicRecord
 
 D, A, C, M, T = range(5)  # duke assassin captain ambassador contessa

@@ -21,7 +21,7 @@ import pytest
 from coupjax import cli
 from coupjax import rules as R
 from coupjax.events import event_to_dict, last_event
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import Match, compiled
 from coupjax.tracker import Tracker, seat_event
 
@@ -43,7 +43,7 @@ def files(tmp_path_factory):
     n, seat = 3, 1
     _, init, step, _ = compiled(n)
     state = init(jax.random.PRNGKey(9))
-    t = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    t = Tracker(n, seat, [R.ROLES[c] for c in deal.hands(state)[seat]])
     k = 0
     while not bool(state.terminated):
         k += 1

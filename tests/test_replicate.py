@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.metrics import t_interval
 from coupjax.seeds import TUNING_SEEDS, SeedError
@@ -110,11 +110,11 @@ def test_networks_play_online_with_their_trained_parameters(result):
 
 @pytest.mark.slow
 def test_online_win_rate_is_the_arenas(result):
-    """The online rows are `coupjax.arena`'s seat table: a policy scores exactly as in
+    """The online rows are `coupjax.seat_tables`'s seat table: a policy scores exactly as in
     `play_tables` on the seed's tables (about 30 s more: a second compiled table).
     Quick twin: test_online_games_and_comparison."""
     rec = result["meta"]["per_seed"][0]
-    rows = arena.play_tables(Env(N), ["random"], TINY.online_games, rec["seed"], chunk=TINY.slots)
+    rows = seat_tables.play_tables(Env(N), ["random"], TINY.online_games, rec["seed"], chunk=TINY.slots)
     mine = rec["online"]["random"]
     assert {k: mine[k] for k in ("games", "wins", "mean_placement")} == \
         {k: rows["random"][k] for k in ("games", "wins", "mean_placement")}

@@ -14,22 +14,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import arena, testing
+from coupjax import seat_tables, testing
 from coupjax import policies as P
-from coupjax.game import deal as positions
+from coupjax.game import deal
 from coupjax.policies import pools
 from coupjax import rules as R
 from coupjax import search as S
 from coupjax.env import Env
-from coupjax.search import advice as SA
-from coupjax.search import worlds as SW
+from coupjax.search import action_values
+from coupjax.search import world_states
 from coupjax.search.config import max_legal_actions
 
 D, A, C, AM, CO = range(5)
 
 
 def _deck(cards):
-    return positions.deck_array(list(cards))
+    return deal.deck_array(list(cards))
 
 
 def _rest(*used):
@@ -57,13 +57,13 @@ def config2(env2):
 def positions2(env2):
     """[forced coup (10 coins, opponent on 1 card), forced coup (opponent on 2 cards),
     one-influence endgame (both on 1 card, seat 0 has 7 coins), a finished game]."""
-    pos = jax.jit(lambda h, d, c, rv: positions.make_position(2, h, d, c, rv, 0, 5))
+    pos = jax.jit(lambda h, d, c, rv: deal.make_position(2, h, d, c, rv, 0, 5))
     no_rev = np.full((2, 2), -1, np.int32)
-    forced1 = pos(positions.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
+    forced1 = pos(deal.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
                   np.array([10, 3], np.int32), np.array([[-1, -1], [CO, -1]], np.int32))
-    forced2 = pos(positions.hand_arrays([[D, A], [C, CO]], 2), _deck(_rest(D, A, C, CO)),
+    forced2 = pos(deal.hand_arrays([[D, A], [C, CO]], 2), _deck(_rest(D, A, C, CO)),
                   np.array([10, 3], np.int32), no_rev)
-    endgame = pos(positions.hand_arrays([[CO], [C]], 2), _deck(_rest(CO, C, D, AM)),
+    endgame = pos(deal.hand_arrays([[CO], [C]], 2), _deck(_rest(CO, C, D, AM)),
                   np.array([7, 2], np.int32), np.array([[D, -1], [AM, -1]], np.int32))
     over = jax.jit(env2.step)(endgame, jnp.int32(R.action_id("coup:1", 0, 2)), jax.random.PRNGKey(0))
     assert bool(over.terminated) and not bool(endgame.terminated)
@@ -74,7 +74,7 @@ def positions2(env2):
 def searched2(config2, positions2):
     """SearchResult rows and the three modes' logits for `positions2` (the compiled
     one-state search that `search.advise` uses, so the advice test reuses it)."""
-    fn = SA.advice_function(2, config2)
+    fn = action_values.advice_function(2, config2)
     out = [fn(jax.random.PRNGKey(7 + b), jax.tree.map(lambda x: x[b], positions2))
            for b in range(positions2.current_player.shape[0])]
     res = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *[o[1] for o in out])
@@ -261,7 +261,7 @@ def test_config_validation(env4):
     with pytest.raises(ValueError):
         S.SearchConfig(tau=0.0)
     with pytest.raises(ValueError):
-        SW.resolve_policy(env4, "expected")  # a search policy cannot be its own rollout policy
+        world_states.rollout_policy(env4, "expected")  # a search policy cannot be its own rollout policy
     assert max_legal_actions(4) == 13 and max_legal_actions(2) == 7
     assert S.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
     with pytest.raises(ValueError):
@@ -274,9 +274,9 @@ def test_config_validation(env4):
 def test_scripted_mix_is_the_average_of_the_bots(env4):
     """The fused `scripted_mix` equals the average of the five scripted bots' distributions
     (default weights) and a single bot with one-hot weights, on positions from every phase."""
-    run = arena.make_table_runner(env4, [P.make_policy("random", env4)])
+    run = seat_tables.make_table_runner(env4, [P.make_policy("random", env4)])
     limit = jnp.asarray(np.random.default_rng(0).integers(0, 60, 256), jnp.int32)
-    states, _ = run(arena.game_keys(0, 0, 256), jnp.zeros((256, 4), jnp.int32), limit)
+    states, _ = run(seat_tables.game_keys(0, 0, 256), jnp.zeros((256, 4), jnp.int32), limit)
     live = np.flatnonzero(~np.asarray(states.terminated))  # policies act on live positions only
     states = jax.tree.map(lambda x: x[live], states)
     assert len(set(np.asarray(states._phase).tolist())) >= 4

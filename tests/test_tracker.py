@@ -30,7 +30,7 @@ from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.recommend import advice_params, recommend
 from coupjax.advice.explain import challenge_advice
 from coupjax.events import event_to_dict, last_event
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import Match, ReplayError, compiled
 from coupjax.tracker import Tracker, TrackerError, worlds as W
 from coupjax.tracker import core as C
@@ -103,7 +103,7 @@ def follow(n: int, seed: int, seat: int, style: str, counts: Counter, times: lis
     fn = C.functions(n)
     game = random_game(n, seed, style)
     state, _ = next(game)
-    tracker = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    tracker = Tracker(n, seat, [R.ROLES[c] for c in deal.hands(state)[seat]])
     oracle = PublicRecord(n)
     for state, private in game:
         public = event_to_dict(last_event(state), n, public=True)
@@ -125,10 +125,10 @@ def follow(n: int, seed: int, seat: int, style: str, counts: Counter, times: lis
             assert np.array_equal(a.legal_action_mask, b.legal_action_mask), where
         if int(a.current_player) == seat:
             assert np.array_equal(a.observation, b.observation), where
-        hands = P.hands(b)
+        hands = deal.hands(b)
         hands_rel = _rows([hands[(seat + k) % n] for k in range(n)], n)
-        own_drawn = P.drawn(b) if int(a._phase) == R.PH_EXCHANGE and int(a._actor) == seat else []
-        bad = oracle.contradictions(seat, hands[seat], own_drawn, hands_rel, P.deck_order(b), P.drawn(b))
+        own_drawn = deal.drawn(b) if int(a._phase) == R.PH_EXCHANGE and int(a._actor) == seat else []
+        bad = oracle.contradictions(seat, hands[seat], own_drawn, hands_rel, deal.deck_order(b), deal.drawn(b))
         assert not bad, (where, bad)
         assert not oracle.located_broken(seat, hands_rel) and not oracle.kept_broken(seat, hands_rel), where
     return tracker
@@ -349,7 +349,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
     fn = C.functions(n)
     game = random_game(n, 5, "long", illegal=0.0)
     state, _ = next(game)
-    tracker = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    tracker = Tracker(n, seat, [R.ROLES[c] for c in deal.hands(state)[seat]])
     phases = Counter()
     for state, private in game:
         tracker.add_event(event_to_dict(last_event(state), n, public=True), **own_facts(private, seat))
@@ -504,7 +504,7 @@ def recorded(tmp_path_factory):
     for seed in range(300):
         game = random_game(n, seed, "long")
         state, _ = next(game)
-        t = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+        t = Tracker(n, seat, [R.ROLES[c] for c in deal.hands(state)[seat]])
         for state, private in game:
             t.add_event(event_to_dict(last_event(state), n, public=True), **own_facts(private, seat))
         kinds = {e["phase"] for e in t.events if e["seat"] == seat}

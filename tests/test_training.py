@@ -310,7 +310,7 @@ def test_cli_resume_after_interruption_matches(setup, tmp_path):
 def test_bc_collect_numbers_games():
     """Every row carries its game: within a game the turn never goes back, and a new game
     of a lane starts at turn 0."""
-    from coupjax.view import parse
+    from coupjax.observation import parse
     from training.bc import collect_dataset
 
     env = Env(4)

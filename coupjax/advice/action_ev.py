@@ -14,7 +14,7 @@ from coupjax import rules as R
 from coupjax.advice.challenge import AdvisorParams
 from coupjax.beliefs import posterior as POST
 from coupjax.game.tables import tables
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 
 @struct.dataclass

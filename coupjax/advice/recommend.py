@@ -46,7 +46,7 @@ from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import KINDS, STYLES, AdvisorParams, advise_challenge, gain_loss
 from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
-from coupjax.view import parse
+from coupjax.observation import parse
 
 SOURCES = ("none", "public fact", "challenge advisor", "block rule", "one-step expected value", "search",
            "search, tie broken by the advice", "only legal action")

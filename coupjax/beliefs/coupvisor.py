@@ -1,6 +1,6 @@
 """CoupVisor belief model (arXiv:2608.15868, sections II.C-D, IV.C and Appendix A).
 
-Every function reads ONE seat's observation (float32[obs], `coupjax.engine.observation_layout`)
+Every function reads ONE seat's observation (float32[obs], `coupjax.game.views.observation_layout`)
 plus the static ``num_players``; nothing else.  Seats are relative: row 0 is the
 observer, row k the seat k places clockwise.  All functions are pure, fixed-shape and
 jit/vmap-able (vmap over observations; ``num_players`` stays static).
@@ -49,7 +49,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from coupjax import rules as R
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 # ---------------------------------------------------------------- parameters
 @struct.dataclass

@@ -66,7 +66,7 @@ from flax import struct
 from jax.scipy.special import logsumexp
 
 from coupjax import rules as R
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 # ---------------------------------------------------------------- hand index table
 HANDS = ((),) + tuple((r,) for r in range(R.NUM_ROLES)) + tuple(

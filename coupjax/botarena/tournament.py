@@ -11,7 +11,7 @@ and time them.  A bot's mistake (timeout, crash, garbage, an illegal name, anoth
 protocol version) forfeits that decision as the rules say and is recorded with its
 reason; the match goes on.  Every bot is bounded (`coupjax.botarena.process`: its
 output, its log, its resources, every process it starts), so a tournament always ends
-and reports.  Results per entrant are `coupjax.arena.summarize` rows over
+and reports.  Results per entrant are `coupjax.seat_tables.summarize` rows over
 the matches it played, placements from `coupjax.game.board.placements`.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from coupjax import rules as R
-from coupjax.arena import summarize
+from coupjax.seat_tables import summarize
 from coupjax.botarena import protocol as proto
 from coupjax.botarena.process import BotProcess, become_subreaper, children_now, split_command, sweep_orphans
 from coupjax.env import Env
@@ -121,7 +121,7 @@ def match_seeds(seed: int, match: int) -> tuple[int, int]:
 
 class _PolicySeat:
     """One of our policies: a jitted ``choose(key, step, state) -> action id`` sampled from
-    its logits the way `coupjax.arena.make_table_runner` samples."""
+    its logits the way `coupjax.seat_tables.make_table_runner` samples."""
 
     def __init__(self, policy):
         def choose(key, step, state):

@@ -1,7 +1,7 @@
 """What a seat sees and may do: the observation (and its layout) and the legal mask.
 
 Both are functions of the state alone; the env derives them once per step, after its
-selects.  `coupjax.view` is the one typed parser of the observation for every reader.
+selects.  `coupjax.observation` is the one typed parser of the observation for every reader.
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from coupjax import rules as R
 from coupjax.advice.challenge import STYLES, AdvisorParams
 from coupjax.advice.recommend import advice_params, decide
 from coupjax.policies.common import Policy, masked_logits
-from coupjax.view import parse
+from coupjax.observation import parse
 
 SCOPES = ("reactions", "all")
 

@@ -19,7 +19,7 @@ from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
 from coupjax.policies.common import Policy, masked_logits, uniform_over
 from coupjax.policies.scripted import reveal_and_keep
-from coupjax.view import parse
+from coupjax.observation import parse
 
 # belief_ev's challenge rule: the fitted advisor with these value constants (see
 # configs/advisor.yaml, section belief_ev): the F1-fitted advisor (alpha 1.0)

@@ -30,7 +30,7 @@ log.  Shared definitions:
   cards counting 1 less (ties uniform).
 
 `pools.SCRIPTED_RATES` holds each bot's bluff and challenge rate;
-`coupjax.arena.measure_rates` measures them.
+`coupjax.seat_tables.measure_rates` measures them.
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ from coupjax import rules as R
 from coupjax.game.tables import tables
 from coupjax.policies.common import Policy, masked_logits, uniform_over
 from coupjax.policies.pools import MIX_NAMES, SCRIPTED_PARAMS
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 CARD_VALUE = np.array([5.0, 4.0, 3.0, 1.0, 2.0], np.float32)  # duke, assassin, captain, ambassador, contessa
 PAIR_PENALTY = 1.0

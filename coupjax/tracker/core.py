@@ -28,14 +28,14 @@ import numpy as np
 from coupjax import rules as R
 from coupjax.events import event_to_dict, last_event
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import compiled
 from coupjax.jsonlines import ReplayError, lines_of
-from coupjax.tracker import advice as ADV
+from coupjax.tracker import seat_report
 from coupjax.tracker import record as REC
 from coupjax.tracker.entries import ALL_PASSED, Entry, TrackerError, entry_from_event, public_view, seat_event
 from coupjax.tracker.rulebook import Known, check_card_ops, describe_op, why_illegal
-from coupjax.tracker.worlds import CardRecord, SearchLimit, find_world, layout
+from coupjax.tracker.card_timeline import CardRecord, SearchLimit, find_world, layout
 
 PHASE_TEXT = {"action": "choose a main action", "react": "react", "answer_block": "answer the block",
               "lose": "choose a card to lose", "exchange": "choose the cards to keep"}
@@ -46,14 +46,14 @@ KEY = jax.random.PRNGKey(0)  # the engine's own draws are overwritten: any key w
 def functions(num_players: int) -> SimpleNamespace:
     """The jitted engine functions of a table size (shared with `coupjax.match`)."""
     env, _, step, position = compiled(num_players)
-    return SimpleNamespace(env=env, step=step, position=position, patch=jax.jit(P.replace_hidden),
+    return SimpleNamespace(env=env, step=step, position=position, patch=jax.jit(deal.replace_hidden),
                            observe=jax.jit(env.observe))
 
 
 def _arrays(hands, drawn, deck, n):
     out = np.full(2, -1, np.int32)
     out[: len(drawn)] = drawn
-    return P.hand_arrays(hands, n), P.deck_array(deck), out
+    return deal.hand_arrays(hands, n), deal.deck_array(deck), out
 
 
 def _role_ids(cards, field: str) -> tuple:
@@ -82,7 +82,7 @@ class Tracker:
     seat, its two cards (role names, in the order it holds them: ``reveal:0`` is the
     first) and the seat that starts.  Feed it `add` (entries, `coupjax.tracker.entries`)
     or `add_event` (event dicts); read `view`, `observation`, `state`, `expects`, and
-    `coupjax.tracker.advice` for beliefs and advice.
+    `coupjax.tracker.seat_report` for beliefs and advice.
     """
 
     def __init__(self, num_players: int = 4, seat: int = 0, hand=("duke", "captain"), first: int = 0):
@@ -98,7 +98,7 @@ class Tracker:
         self._world = find_world(self._cards)
         hands, drawn, deck = layout(self._cards, self._world)
         start = np.full(n, R.START_COINS, np.int32)
-        self._state = self._fn.position(P.hand_arrays(hands, n), P.deck_array(deck), start,
+        self._state = self._fn.position(deal.hand_arrays(hands, n), deal.deck_array(deck), start,
                                         np.full((n, 2), -1, np.int32), self.first, 0, True)
         self._states = [self._state]  # after each step (0: the start)
         self._marks = [0]  # card operations after each step
@@ -171,18 +171,18 @@ class Tracker:
 
     def view(self) -> dict:
         """The table as the recording seat sees it now (JSON-able, absolute seats;
-        `coupjax.tracker.advice.table`), with what the next entry is about."""
-        out = ADV.table(self._state, self.seat)
+        `coupjax.tracker.seat_report.table`), with what the next entry is about."""
+        out = seat_report.table(self._state, self.seat)
         out.update(num_players=self.num_players, first=self.first, steps=self.num_steps, expects=self.expects())
         return out
 
     def beliefs(self) -> list[dict]:
         """Per opponent with cards: CoupVisor's and the exact posterior's P(holds role)."""
-        return ADV.beliefs(self._state, self.seat)
+        return seat_report.beliefs(self._state, self.seat)
 
     def advice(self, use_search: bool = True, key=None, mode: str = "expected", budget=None) -> dict | None:
-        """The advice at the recording seat's decision (`coupjax.tracker.advice.advice`), else None."""
-        return ADV.advice(self._state, self.seat, use_search, key, mode, budget)
+        """The advice at the recording seat's decision (`coupjax.tracker.seat_report.advice`), else None."""
+        return seat_report.advice(self._state, self.seat, use_search, key, mode, budget)
 
     # ------------------------------------------------------------------ files
     def save(self, path) -> None:
@@ -268,7 +268,7 @@ class Tracker:
         """The live seats still to react, in order (after the seat to act, or from it)."""
         s, n = self._state, self.num_players
         actor, p = int(board.actor(s)), int(s.current_player)
-        alive = [len(h) > 0 for h in P.hands(s)]
+        alive = [len(h) > 0 for h in deal.hands(s)]
         pos = (p - actor) % n
         return [(actor + k) % n for k in range(1, n) if alive[(actor + k) % n]
                 and (k > pos or (include_current and k == pos))]

@@ -1,7 +1,7 @@
 """The rule an impossible entry breaks, in words (docs/rules.md).
 
 `why_illegal` explains an action outside the legal set from the public state;
-`check_card_ops` checks a step's card operations (`coupjax.tracker.worlds`) against
+`check_card_ops` checks a step's card operations (`coupjax.tracker.card_timeline`) against
 what the recording seat knows for certain (its own cards, every revealed card, the
 roles a caught bluff ruled out) and names the first one that cannot happen.  What
 only the whole card timeline can rule out is left to `worlds.find_world`.
@@ -12,7 +12,7 @@ from collections import Counter
 
 from coupjax import rules as R
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.tracker.entries import TrackerError
 
 
@@ -29,8 +29,8 @@ def why_illegal(state, name: str, num_players: int) -> str:
     n = num_players
     p = int(state.current_player)
     phase = int(board.phase(state))
-    coins = P.coins(state)
-    alive = [h > 0 for h in (len(x) for x in P.hands(state))]
+    coins = deal.coins(state)
+    alive = [h > 0 for h in (len(x) for x in deal.hands(state))]
     kind, _, arg = name.partition(":")
     main = int(board.main_action(state))
     main_name = R.MAIN_ACTIONS[main] if main >= 0 else None
@@ -70,7 +70,7 @@ def why_illegal(state, name: str, num_players: int) -> str:
     if phase == R.PH_LOSE:
         return f"seat {p} must choose a card to lose (reveal), not {name}"
     if phase == R.PH_EXCHANGE and kind == "keep":
-        hand, drawn = P.hands(state)[p], P.drawn(state)
+        hand, drawn = deal.hands(state)[p], deal.drawn(state)
         keep = R.KEEPS[R.KEEP_NAMES.index(name)]
         if len(keep) != len(hand):
             return f"seat {p} holds {len(hand)} card(s): it keeps {len(hand)}, not {len(keep)}"

@@ -4,7 +4,7 @@
 
 Reads the design matrix (`evals.report.config`; a wrong key or value, or a tuning seed,
 stops it with a one-line error and exit status 2), plays every cell of it in
-`coupjax.arena`'s loop (`evals.report.suite`, each cell stored in ``DIR/cells`` as it
+`coupjax.seat_tables`'s loop (`evals.report.suite`, each cell stored in ``DIR/cells`` as it
 finishes; ``--resume`` reuses stored cells of the same config), then writes
 ``DIR/report.md`` (the headline tables and the figures), ``DIR/report.json`` (every
 figure with its raw counts; `evals.report.results`), ``DIR/figures/*.png``,

@@ -50,7 +50,7 @@ from coupjax.inference import load_policy, mlp_apply, read_export, read_msgpack
 from coupjax.policies.common import Policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 from coupjax.search.policy import make_search_policy
-from coupjax.view import parse
+from coupjax.observation import parse
 
 BELIEFS = ("posterior", "learned")
 VALUES = ("auto", "head", "heuristic")

@@ -12,7 +12,7 @@ from coupjax.policies.registry import make_policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 
 
-def resolve_policy(env, policy) -> Policy:
+def rollout_policy(env, policy) -> Policy:
     """A registered name or a callable -> ``policy(key, state) -> logits`` (a search mode
     cannot roll out: it searches itself)."""
     if isinstance(policy, str):

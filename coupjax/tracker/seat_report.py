@@ -21,9 +21,9 @@ from coupjax.advice.recommend import advice_params, recommend
 from coupjax.beliefs import coupvisor as CV
 from coupjax.beliefs import posterior as POST
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.game.views import observe
-from coupjax.view import parse
+from coupjax.observation import parse
 
 # the advisor's evidence at a claim; its call is folded into the one ``recommendation``
 CHALLENGE_KEYS = ("challenge", "close_call", "impossible", "p_truth", "p_raw", "theta",
@@ -64,8 +64,8 @@ def table(state, seat: int) -> dict:
         "actor": int(board.actor(state)), "main_action": opt(board.main_action(state), R.MAIN_ACTIONS),
         "target": opt(board.target(state)), "blocker": opt(board.blocker(state)),
         "block_role": opt(board.block_role(state), R.ROLES),
-        "coins": P.coins(state), "hidden": [int(x) for x in rows(v.hidden)],
-        "revealed": [[R.ROLES[c] for c in row] for row in P.revealed(state)],
+        "coins": deal.coins(state), "hidden": [int(x) for x in rows(v.hidden)],
+        "revealed": [[R.ROLES[c] for c in row] for row in deal.revealed(state)],
         "claims": [roles(x) for x in rows(v.claims)], "blocks": [roles(x) for x in rows(v.blocks)],
         "disproven": [[R.ROLES[r] for r in range(R.NUM_ROLES) if x[r]] for x in rows(v.disproven)],
         "deck_size": int(board.deck_size(state)), "seat": seat, "hand": [R.ROLES[c] for c in own],

@@ -1,4 +1,4 @@
-"""The advice the page shows: the tracker's advice (`coupjax.tracker.advice.advice`) as it
+"""The advice the page shows: the tracker's advice (`coupjax.tracker.seat_report.advice`) as it
 is, with the style applied to the challenge threshold, and a few sentences for people.
 
 The page's ``advice`` for a record and key is the tracker's for the same record and key
@@ -20,7 +20,7 @@ import numpy as np
 from coupjax import rules as R
 from coupjax.game import board
 from coupjax.match import compiled
-from coupjax.tracker import advice as ADV
+from coupjax.tracker import seat_report
 from coupjax.web import words as W
 
 STYLES = {"cautious": "conservative", "balanced": "balanced", "aggressive": "aggressive"}
@@ -28,7 +28,7 @@ STYLES = {"cautious": "conservative", "balanced": "balanced", "aggressive": "agg
 
 def advice(state, seat: int, style: str = "balanced", use_search: bool = True, key=None) -> dict | None:
     """The tracker's advice for ``seat`` at ``state`` in the style (module doc)."""
-    return ADV.advice(state, seat, use_search, key, style=STYLES[style])
+    return seat_report.advice(state, seat, use_search, key, style=STYLES[style])
 
 
 @functools.lru_cache(maxsize=None)
