@@ -40,7 +40,7 @@ import json
 import time
 from pathlib import Path
 
-from coupjax.advice import challenge as A
+from coupjax.advice import challenge
 from coupjax.args import Parser
 from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
@@ -81,7 +81,7 @@ def main(argv=None):
     ap.add_argument("--out", type=str, default=None, help="JSON output file")
     ap.add_argument("--chunk", type=int, default=None,
                     help="games per jitted chunk (default 1000; 2000 for --seat-table)")
-    ap.add_argument("--style", choices=tuple(A.STYLES), default="balanced")
+    ap.add_argument("--style", choices=tuple(challenge.STYLES), default="balanced")
     ap.add_argument("--params", type=str, default=None, help="YAML with a params mapping (default: AdvisorParams())")
     ap.add_argument("--fit", action="store_true", help="fit the constants on these games and write --config")
     ap.add_argument("--config", type=str, default=str(CONFIG))
@@ -109,7 +109,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     records = record_conditions(args.games_per_condition, args.seed, args.chunk or 1000, quiet=args.quiet)
     t_play = time.perf_counter() - t0
-    params = A.load_params(args.params) if args.params else A.AdvisorParams()
+    params = challenge.load_params(args.params) if args.params else challenge.AdvisorParams()
     if args.fit:
         params, info = fit_constants(records, args.seed, args.games_per_condition)
         write_config(args.config, params, info)

@@ -34,7 +34,7 @@ import numpy as np
 from rich.table import Table
 
 from coupjax import seat_tables
-from coupjax import console as output
+from coupjax import console
 from coupjax.args import Parser, fail, positive_int
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
@@ -217,8 +217,8 @@ def main(argv=None) -> dict:
     seeds = [check_report_seed(s, PROG) for s in args.seeds]  # held-out seeds recorded, now that the run is valid
     out = compare(Env(args.players), args.a, args.b, args.games, seeds, args.opponents, args.comparisons, args.boot,
                   args.batch)
-    output.console().print(render(out))
-    output.console().print(f"verdict: {out['verdict']} (win rate, A minus B{', corrected' if args.comparisons > 1 else ''})")
+    console.console().print(render(out))
+    console.console().print(f"verdict: {out['verdict']} (win rate, A minus B{', corrected' if args.comparisons > 1 else ''})")
     if args.out:
         args.out.write_text(json.dumps(out, indent=2))
     return out

@@ -17,7 +17,7 @@ from coupjax.policies import make_policy, resolve_policy
 from coupjax.policies.common import masked_logits
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import TUNING_SEEDS
-from evals import seat_table as S
+from evals import seat_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -127,7 +127,7 @@ def test_export_specs_are_paths_from_the_working_directory(env, tmp_path, monkey
 
 def test_seat_table_cli_writes_the_documented_keys(tmp_path, capsys):
     out = tmp_path / "table.json"
-    S.main(["--policy", "random", "--policy", "honest", "--games", "24", "--seed", "1", "--chunk", "24",
+    seat_table.main(["--policy", "random", "--policy", "honest", "--games", "24", "--seed", "1", "--chunk", "24",
             "--out", str(out)])
     table = json.loads(out.read_text())
     assert list(table) == ["random", "honest"]
@@ -145,6 +145,6 @@ def test_seat_table_cli_writes_the_documented_keys(tmp_path, capsys):
 ])
 def test_seat_table_mistakes_are_one_line(capsys, argv, says):
     with pytest.raises(SystemExit) as info:
-        S.main(argv)
+        seat_table.main(argv)
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1 and says in err, err

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import last_event
 from coupjax.game import board
 from coupjax.game import deal
@@ -32,7 +32,7 @@ from coupjax.match import compiled
 from tests.play import stalling_choice
 from tests.reference_model import DrawMismatch, RefGame
 
-ROLE = R.ROLES
+ROLE = rules.ROLES
 
 
 class Row:
@@ -78,7 +78,7 @@ def engine_draws(ev, i) -> list[str]:
 
 def explicit_position(rng: random.Random, n: int) -> dict:
     """A random position as `make_position` and `RefGame` take it (role names)."""
-    cards = [r for r in ROLE for _ in range(R.COPIES_PER_ROLE)]
+    cards = [r for r in ROLE for _ in range(rules.COPIES_PER_ROLE)]
     rng.shuffle(cards)
     hands = [cards[2 * s: 2 * s + 2] for s in range(n)]
     revealed = [[] for _ in range(n)]
@@ -136,8 +136,8 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
         state = jax.vmap(env.step)(state, actions, jax.random.split(jax.random.fold_in(key, t), num_games))
         return state, jax.vmap(env.placements)(state)
 
-    names = [[R.action_name(a, seat, n) for a in range(A)] for seat in range(n)]
-    every_name = R.all_protocol_names(n)
+    names = [[rules.action_name(a, seat, n) for a in range(A)] for seat in range(n)]
+    every_name = rules.all_protocol_names(n)
     state, games, explicit = initial_states(n, num_games, seed, explicit_share)
     st = jax.device_get(state)
     rngs = [random.Random(seed * 7919 + i) for i in range(num_games)]
@@ -162,7 +162,7 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
             else:
                 name = rng.choice(legal)
             chosen[i] = name
-            actions[i] = R.action_id(name, g.current_player, n)
+            actions[i] = rules.action_id(name, g.current_player, n)
         state, places = step(state, jnp.asarray(actions), t)
         t += 1
         st, places = jax.device_get((state, places))
@@ -188,10 +188,10 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
                 assert g.placements == [int(s) for s in places[i]], where
                 assert g.winner == int(places[i][0]), where
                 assert row.rewards[g.winner] == 1.0, where
-                stats["capped"] += int(g.turn >= R.TURN_CAP)
+                stats["capped"] += int(g.turn >= rules.TURN_CAP)
                 continue
             assert g.turn == int(board.turn(row)), where
-            assert g.phase == R.PHASES[int(board.phase(row))], where
+            assert g.phase == rules.PHASES[int(board.phase(row))], where
             assert g.current_player == int(row.current_player), where
             engine_legal = sorted(names[g.current_player][a] for a in np.flatnonzero(row.legal_action_mask))
             assert g.legal_actions() == engine_legal, where

@@ -15,14 +15,14 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import (EVENT_KEYS, FieldError, check_event, event_fields, event_from_dict, event_to_dict,
                             last_event)
 from coupjax.game import deal
 from coupjax.match import FORMAT_VERSION, Match, ReplayError
 from tests.play import stalling_choice
 
-D, A, CA, AM, CO = R.ROLES
+D, A, CA, AM, CO = rules.ROLES
 
 
 # ---------------------------------------------------------------- playing
@@ -43,7 +43,7 @@ def _eager(rng, m, legal):
 
 def play_out(m: Match, seed: int, style=_eager, illegal_rate=0.02) -> Match:
     rng = random.Random(seed)
-    every = R.all_protocol_names(m.num_players)
+    every = rules.all_protocol_names(m.num_players)
     while not m.done:
         legal = m.legal_actions()
         if rng.random() < illegal_rate:
@@ -102,7 +102,7 @@ def test_seeded_matches_replay_exactly(n, tmp_path):
     assert sum(map(_early_exchange, events)) >= 2
     assert any(e["redraw"] for ev in events for e in ev)
     assert any(e["forfeit"] for ev in events for e in ev)
-    assert matches[-1].view()["turn"] == R.TURN_CAP and matches[-1].done  # capped
+    assert matches[-1].view()["turn"] == rules.TURN_CAP and matches[-1].done  # capped
     bad = [(i, d) for i, m in enumerate(matches) if (d := replay_differs(m, tmp_path / f"{i}.jsonl"))]
     assert not bad, f"{len(bad)} of {len(matches)} matches at {n} players do not replay: {bad}"
 
@@ -112,7 +112,7 @@ def test_explicit_matches_replay_exactly(shuffled, tmp_path):
     for s in range(6):
         n = 2 + s % 5
         rng = random.Random(s)
-        cards = [r for r in R.ROLES for _ in range(3)]
+        cards = [r for r in rules.ROLES for _ in range(3)]
         rng.shuffle(cards)
         hands = [cards[2 * i: 2 * i + 2] for i in range(n)]
         revealed = [[] for _ in range(n)]

@@ -10,15 +10,16 @@ import jax
 import pytest
 from rich.console import Console
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.recommend import recommend
 from coupjax.match import Match, compiled
 from coupjax.tracker import seat_report
-from coupjax.tracker import replay as RP
+from coupjax.tracker import replay
 from coupjax.web import advice_text
+
 N = 4
 HANDS = [["captain", "contessa"], ["assassin", "ambassador"], ["duke", "captain"], ["assassin", "contessa"]]
-PASS, CHALLENGE = R.action_id("pass", 1, N), R.action_id("challenge", 1, N)
+PASS, CHALLENGE = rules.action_id("pass", 1, N), rules.action_id("challenge", 1, N)
 
 
 @functools.lru_cache(maxsize=None)
@@ -47,7 +48,7 @@ def first_tax() -> Match:
 
 def search_values(values: dict) -> dict:
     """A search dict as `coupjax.search.advise` gives it: action -> (value, se)."""
-    return {"searched": True, "actions": [{"action": a, "id": R.action_id(a, 1, N), "value": v, "se": s}
+    return {"searched": True, "actions": [{"action": a, "id": rules.action_id(a, 1, N), "value": v, "se": s}
                                           for a, (v, s) in values.items()]}
 
 
@@ -120,11 +121,11 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     # coupjax replay prints one recommended line and no other verdict line
     path = tmp_path / "game.jsonl"
     m.save(path)
-    game = RP.load_game(path)
-    fr = RP.frame(game, len(game.states) - 1, 1, use_search=False)
+    game = replay.load_game(path)
+    fr = replay.frame(game, len(game.states) - 1, 1, use_search=False)
     assert fr["advice"]["recommendation"] == adv["recommendation"]
     out = io.StringIO()
-    RP.render(fr, Console(file=out, width=400))
+    replay.render(fr, Console(file=out, width=400))
     lines = out.getvalue().splitlines()
     assert sum(x.startswith("recommended: challenge") for x in lines) == 1
     assert not any(x.startswith(("challenge advice", "search:")) for x in lines)
@@ -132,7 +133,7 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     fr["advice"]["search"] = search_values({"pass": (0.25, 0.06), "challenge": (0.25, 0.06)})
     fr["advice"]["recommendation"] = rec(m, fr["advice"]["search"])
     out = io.StringIO()
-    RP.render(fr, Console(file=out, width=400))
+    replay.render(fr, Console(file=out, width=400))
     lines = out.getvalue().splitlines()
     assert sum(x.startswith("recommended:") for x in lines) == 1
     assert any(x.startswith("recommended: challenge · public fact") for x in lines)

@@ -70,7 +70,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.search.config import DEFAULT_CONFIG, SearchConfig, max_legal_actions
 from coupjax.search.world_states import heuristic_value, raw_key, rollout_policy, world_states
@@ -237,7 +237,7 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
         ks = jax.vmap(lambda k: jax.random.split(k, 3))(keys)  # worlds, rollouts, (prior: callers)
         mask = states.legal_action_mask
         count = mask.sum(axis=-1)
-        in_action = board.phase(states) == R.PH_ACTION
+        in_action = board.phase(states) == rules.PH_ACTION
         searched = ~states.terminated & (count >= 1) & ((count > 1) | in_action)
         ids = jnp.argsort(~mask, axis=-1, stable=True)[:, :M].astype(jnp.int32)
         valid = jnp.take_along_axis(mask, ids, axis=-1) & searched[:, None]

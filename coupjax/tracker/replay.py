@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.jsonlines import ReplayError, first_line, lines_of
 from coupjax.match import Match
 from coupjax.tracker import seat_report
@@ -85,8 +85,8 @@ def frame(game: Game, step: int, seat: int, use_search: bool = True) -> dict:
         ch = event["challenge"]
         own_redraw = ch is not None and ch["seat"] == seat and not ch["bluff_caught"]
         own_draw = bool(event["exchange_drawn"]) and event["actor"] == seat
-        event = seat_event(event, seat, R.role_index(event["redraw"]) if own_redraw else None,
-                           [R.role_index(x) for x in event["exchange_drawn"]] if own_draw else ())
+        event = seat_event(event, seat, rules.role_index(event["redraw"]) if own_redraw else None,
+                           [rules.role_index(x) for x in event["exchange_drawn"]] if own_draw else ())
     return {"step": step, "table": seat_report.table(state, seat), "beliefs": seat_report.beliefs(state, seat),
             "advice": seat_report.advice(state, seat, use_search), "event": event}
 
@@ -128,7 +128,7 @@ def render(fr: dict, console: Console) -> None:
     beliefs = {b["seat"]: b for b in fr["beliefs"]}
 
     def top(b):
-        best = sorted(R.ROLES, key=lambda r: -b["exact"][r])[:2]
+        best = sorted(rules.ROLES, key=lambda r: -b["exact"][r])[:2]
         return ", ".join(f"{r} {b['exact'][r]:.2f} ({b['coupvisor'][r]:.2f})" for r in best)
 
     for s in range(n):

@@ -35,6 +35,7 @@ def compile_table(num_players: int):
 def compile_advice(t, search: bool) -> None:
     """Compile what the advice needs (beliefs, advisor, search) on a tracker of that size."""
     from coupjax.web import advice_text
+
     t.beliefs()
     advice_text.advice(t.state(), 0, "balanced", False)
     if search:
