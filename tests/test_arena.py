@@ -66,6 +66,27 @@ def test_the_one_definition_of_winning(env):
     assert row["ci95_low"] < 0.5 < row["ci95_high"]
 
 
+def test_game_counts_share_one_compilation(env):
+    """Tables of 17 to 32 games are played in one padded batch of 32 (`bucket_size`): the
+    runner is traced once for all of them, and padding changes no result."""
+    traces = []
+    honest = make_policy("honest", env)
+
+    def counted(key, state):
+        traces.append(1)  # runs when the runner is traced, not per game
+        return honest(key, state)
+
+    play = seat_tables.make_seat_table(env, ["counted"], opponents="random", policies={"counted": counted})
+    rows = {g: play(g, seed=4)["counted"] for g in (17, 24, 32)}
+    assert len(traces) == 1
+    assert [rows[g]["games"] for g in (17, 24, 32)] == [17, 24, 32]
+    assert [seat_tables.bucket_size(g) for g in (1, 16, 17, 32, 33, 1000)] == [16, 16, 32, 32, 64, 1024]
+    again = seat_tables.make_seat_table(env, ["counted"], opponents="random", policies={"counted": honest})
+    chunked = again(24, seed=4, chunk=8)["counted"]  # the same 24 tables, chunked without padding
+    assert chunked.pop("action_entropy") == pytest.approx(rows[24].pop("action_entropy"), rel=1e-6)
+    assert chunked == rows[24]
+
+
 def test_head_to_head_seats_three_copies(env):
     rows = seat_tables.play_tables(env, ["random"], 16, seed=5, opponents="honest")
     rows_pool = seat_tables.play_tables(env, ["random"], 16, seed=5)

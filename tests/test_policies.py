@@ -94,9 +94,12 @@ def test_registered_policy_passes_check_policy(env, positions4, name):
                          max_rollout_steps=6)),
 ])
 def test_search_with_other_options_passes_check_policy(env, positions4, mode, options):
+    """Each search mode at a small budget: legal logits, no leak.  The one-compilation
+    check (a second compilation of the search costs a minute here) runs for one mode:
+    the modes share the code that is traced."""
     states, scrambled = positions4
     few = jax.tree.map(lambda x: x[:48], states), jax.tree.map(lambda x: x[:48], scrambled)
-    testing.check_policy(policies.make_policy(mode, env, **options), env, *few)
+    testing.check_policy(policies.make_policy(mode, env, **options), env, *few, check_traces=mode == "expected")
 
 
 def test_exported_policy_passes_check_policy(env, positions4, tmp_path):
