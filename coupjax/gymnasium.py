@@ -16,7 +16,14 @@ otherwise); at the end ``info["placements"]`` (`coupjax.game.board.placements`).
 A match is the one ``Match(num_players, seed=env.match_seed)`` plays with the actions
 ``env.actions`` (seat, action id), opponents' included.  ``render_mode="ansi"`` shows the
 table from the agent's seat.  Importing this module registers ``gymnasium.make(ENV_ID,
-num_players=4, seat=0, opponents=[...])``.  Needs the ``gymnasium`` extra:
+num_players=4, seat=0, opponents=[...])`` (in a fresh process, name the module in the
+id: ``gymnasium.make("coupjax.gymnasium:coupjax/Coup-v1", ...)``).
+
+``vector_env(num_envs, ...)``: ``num_envs`` such games stepped together in one compiled
+call (`CoupVectorEnv`, a ``gymnasium.vector.VectorEnv`` with next-step autoreset, also
+``gymnasium.make_vec(ENV_ID, num_envs=...)``): the same results as
+``gymnasium.vector.SyncVectorEnv`` of single envs with the same seeds, faster
+(``python -m evals.bench_adapters --only-vector``).  Needs the ``gymnasium`` extra:
 ``pip install "coupjax[gymnasium]"`` (from a checkout: ``pip install -e ".[gymnasium]"``).
 """
 from __future__ import annotations
