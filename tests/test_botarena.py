@@ -328,14 +328,17 @@ def _bots_to_try(tmp_path) -> dict:
         elif path.suffix == ".js" and shutil.which("node"):
             bots[f"ex_{path.stem}"] = f"node {path}"
     doc = (ROOT / "docs" / "bots.md").read_text()
+    blocks = re.findall(r"```python bot\n(.*?)```", doc, re.S)
+    named = dict(re.findall(r"saved as `(\w+\.py)`.*?```python bot\n(.*?)```", doc, re.S))  # the file it is saved as
+    for k, block in enumerate(blocks):
+        name = next((file for file, code in named.items() if code == block), f"doc_bot_{k}.py")
+        (tmp_path / name).write_text(block)
+        bots[f"doc_block{k}"] = f"{PY} {tmp_path / name}"
     for name, command in re.findall(r'--bot (\w+)="([^"]+)"', doc):
-        argv = [PY if a == "python" else str(ROOT / a) if (ROOT / a).is_file() else a for a in command.split()]
+        argv = [PY if a == "python" else str(ROOT / a) if (ROOT / a).is_file() else
+                str(tmp_path / a) if (tmp_path / a).is_file() else a for a in command.split()]
         if argv[0] != "node" or shutil.which("node"):
             bots[f"doc_{name}"] = " ".join(argv)
-    for k, block in enumerate(re.findall(r"```python bot\n(.*?)```", doc, re.S)):
-        path = tmp_path / f"doc_bot_{k}.py"
-        path.write_text(block)
-        bots[f"doc_block{k}"] = f"{PY} {path}"
     return bots
 
 
@@ -344,7 +347,7 @@ def test_every_example_bot_and_every_bot_in_the_doc_plays_without_a_forfeit(tmp_
     plays small 2-player matches against ``random`` in the arena: every match ends, no
     decision forfeits, and every bot played."""
     bots = _bots_to_try(tmp_path)
-    assert {"ex_simple_bot", "doc_simple", "doc_block0"} <= set(bots), sorted(bots)
+    assert {"ex_simple_bot", "doc_simple", "doc_first", "doc_block0"} <= set(bots), sorted(bots)
     entrants = [parse_bot(f"{name}={command}") for name, command in bots.items()] + [parse_policy("random")]
     arena = Arena(entrants, 2, move_timeout=30, save_dir=tmp_path / "a", seed=5)
     arena.warm_up()
