@@ -358,3 +358,28 @@ def test_every_example_bot_and_every_bot_in_the_doc_plays_without_a_forfeit(tmp_
         assert report["results"][name]["matches"] >= 1, name
     for row in report["match_list"]:
         assert sorted(row["placements"]) == [0, 1] and all(v == 0 for v in row["bot_exit_status"].values()), row
+
+
+@pytest.mark.parametrize("width", [80, 240])
+def test_results_table_keeps_every_figure_whole_in_a_narrow_terminal(width):
+    """The figures keep their width (the interval once read ``0.193-0.6…`` at 80 columns);
+    names and forfeits fold onto more lines, never cut."""
+    import io
+
+    from rich.console import Console
+
+    from coupjax.botarena import results_table
+
+    report = {"matches": 8, "players": 4, "seed": 11,
+              "entrants": {"belief_ev": {"kind": "policy"}, "a_long_entrant_name": {"kind": "bot"}},
+              "results": {"belief_ev": {"matches": 8, "win_rate": 0.5, "ci95_low": 0.193, "ci95_high": 0.607,
+                                        "mean_placement": 2.1, "forfeits": {"timeout": 0}},
+                          "a_long_entrant_name": {"matches": 8, "win_rate": 0.25, "ci95_low": 0.071, "ci95_high": 0.591,
+                                                  "mean_placement": 2.9,
+                                                  "forfeits": {"timeout": 3, "garbage": 2, "illegal": 1}}}}
+    buffer = io.StringIO()
+    Console(file=buffer, width=width).print(results_table(report))
+    text = buffer.getvalue()
+    assert "…" not in text and all(len(line) <= width for line in text.splitlines())
+    for figure in ("0.193-0.607", "0.071-0.591", "0.500", "2.90", "win rate", "95% CI", "mean place"):
+        assert figure in text, (width, figure, text)
