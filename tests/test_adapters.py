@@ -222,6 +222,12 @@ def test_vector_env_is_sync_vector_env_of_the_single_env():
         vec.step(np.full(n, 10_000))
     with pytest.raises(ValueError, match="num_envs"):
         cg.vector_env(0)
+    stats = gym.wrappers.vector.RecordEpisodeStatistics(vec)  # Gymnasium's vector wrappers read its autoreset mode
+    obs, info = stats.reset(seed=2)
+    while "episode" not in info:
+        obs, reward, terminated, truncated, info = stats.step(_actions(rng, info["action_mask"], 0.0))
+    ended = info["_episode"]
+    assert np.array_equal(info["episode"]["r"][ended], reward[ended]) and (info["episode"]["l"][ended] >= 1).all()
 
 
 def test_vector_env_passes_gymnasiums_environment_match_check():
