@@ -196,8 +196,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     return EvalConfig(**v)
 
 
-def load_config(path) -> EvalConfig:
-    """Read and validate an eval config file (YAML)."""
+def load_config(path, seeds=None) -> EvalConfig:
+    """Read and validate an eval config file (YAML); ``seeds``: instead of its seeds (the
+    final report's held-out seeds)."""
     p = Path(path)
     if not p.is_file():
         raise EvalConfigError(f"config file {str(p)!r} does not exist")
@@ -205,4 +206,6 @@ def load_config(path) -> EvalConfig:
         raw = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise EvalConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
+    if seeds is not None and isinstance(raw, Mapping):
+        raw = {**raw, "seeds": list(seeds)}
     return config_from_dict(raw or {})
