@@ -249,10 +249,47 @@ def test_final_refuses_before_any_work(tmp_path, capsys, monkeypatch, tmp_ledger
     assert not tmp_ledger.exists() and not (tmp_path / "results.md").exists()
 
 
+def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
+    """The final stage on planted per-table results (no play): each config's mean over its
+    training seeds beside the per-seed figures, "beats" for the planted difference, "no
+    significant difference" for equal policies, the criterion line."""
+    from evals.report import paired
+    from evals.report.config import config_from_dict
+
+    runs = fake_runs(tmp_path)
+    exp = F.read_experiments(runs)
+    rng = np.random.default_rng(1)
+    u = rng.random((1, 150))
+    planted = {"random": (u < 0.05), "twin": (u < 0.5)}
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        assert games == 150 and seeds == [100] and opponents == "aggressive_heavy"
+        wins = np.stack([planted.get(x, u < 0.5 - 0.02 * ("seed_22" in x)) for x in units_a]).astype(float)
+        return {"wins": (wins, wins[:1]), "placement": (4 - 3 * wins, 4 - 3 * wins[:1])}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    fin = F.play_final(exp, runs, [100], 4, n_boot=300)
+    ref = fin["configs"]["ref"]
+    assert [Path(x["unit"]).name for x in ref["units"]] == ["seed_21", "seed_22"]
+    assert ref["win_rate"] == pytest.approx(np.mean([x["win_rate"] for x in ref["units"]]))
+    assert ref["ci95_low"] < ref["win_rate"] < ref["ci95_high"]  # two different training seeds: an interval
+    verdicts = [r["verdict"] for r in fin["rankings"]]
+    assert verdicts == ["`ref` beats `random`", "no significant difference between `ref` and `twin`"]
+    cfg = config_from_dict({**MICRO, "seeds": [7]})
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = F.render(rep, cfg, {"path": "docs/experiments/c.md", "commit": "b" * 40})
+    assert f"Criterion: {'b' * 40}" in text.splitlines() and "**`ref` beats `random`**" in text
+    assert "seed_21: " in text and "**No significant difference between `ref` and `twin`**" in text
+    with pytest.raises(F.FinalReportError, match="resamples"):
+        F.play_final(exp, runs, [100], 4, n_boot=30)  # too few to reject anything after Holm
+
+
+@pytest.mark.slow
 def test_final_report_from_fake_runs(tmp_path, monkeypatch, tmp_ledger):
     """On held-out seed 100 (recorded in the tmp ledger): the planted difference reads
     "beats", the equal policies "no significant difference", and the file names its
-    criterion; nothing is written under docs/."""
+    criterion; nothing is written under docs/.  Quick twin:
+    test_final_sections_from_planted_tables."""
     from evals.report.__main__ import main
 
     commit = head_commit()

@@ -116,6 +116,10 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     from evals.report.paired import compare, play_paired
 
     rep = exp["report"]
+    m = len(rep.get("pairs", [])) + len(rep.get("head_to_head", []))
+    if m and 2.0 * m / (n_boot + 1) > ALPHA:  # the smallest bootstrap p-value, Holm-corrected
+        raise FinalReportError(f"{n_boot} bootstrap resamples cannot show any of {m} comparisons at {ALPHA:g} after "
+                               f"Holm's correction; use at least {int(2 * m / ALPHA)}")
     env = Env(num_players)
     by_label = units(exp, runs)
     every = list(dict.fromkeys(u for us in by_label.values() for u in us))
@@ -186,7 +190,7 @@ def _ranking_section(fin: dict) -> list[str]:
                  f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed)")
         lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {where}: A minus B {r['diff']:+.3f} "
                      f"[{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = {r['p_value']:.3g}, Holm-adjusted "
-                     f"{r['p_holm']:.3g} ({r['games']:,} tables x {len(r['seeds'])} seeds).")
+                     f"{r['p_holm']:.3g} ({r['games']:,} tables x {len(r['seeds'])} held-out seed(s)).")
     return lines + [""]
 
 
