@@ -150,7 +150,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             _fail(f"config key estimate.{k} must be a positive number, got {v!r}")
     estimate = {"compile_seconds": 25, "selfplay_env_steps_per_second": 29000, "dqn_transitions_per_second": 4000,
-                "tables_per_second": 40, "search_tables_per_second": 2, **est}
+                "tables_per_second": 40, "search_tables_per_second": 6, **est}
     return ExperimentsConfig(out, seeds, resolved, {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
                              exploit, report, estimate, str(base))
 

@@ -246,6 +246,9 @@ def test_final_refuses_before_any_work(tmp_path, capsys, monkeypatch, tmp_ledger
                    "twin/seed_22")
     one_line_error(capsys, lambda: main(final_args(tmp_path, tmp_path / "none", "--seeds", "100")),
                    "holds no experiments.yaml")
+    shutil.copytree(runs / "train" / "ref" / "seed_22" / "export", runs / "train" / "twin" / "seed_22" / "export")
+    one_line_error(capsys, lambda: main([*final_args(tmp_path, runs, "--seeds", "100"), "--boot", "30"]),
+                   "30 bootstrap resamples cannot show any of 2 comparisons")
     assert not tmp_ledger.exists() and not (tmp_path / "results.md").exists()
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from coupjax.args import Parser, fail, require_extra
+from coupjax.args import Parser, fail, positive_int, require_extra
 from evals.report.config import EvalConfigError, load_config
 
 PROG = "python -m evals.report"
@@ -105,7 +105,7 @@ def prepare_final(args) -> dict:
     """--final's checks, before any work: the criterion, the held-out seeds, the runs
     (`evals.report.final`); fills in ``--out`` and ``--results``.  Each mistake is one line."""
     from coupjax.seeds import CRITERION_ENV, HELD_OUT_SEEDS, criterion_commit
-    from evals.report.final import FinalReportError, read_experiments, units
+    from evals.report.final import FinalReportError, check_boot, read_experiments, units
 
     criterion = os.environ.get(CRITERION_ENV)
     commit = criterion_commit(criterion)
@@ -114,7 +114,8 @@ def prepare_final(args) -> dict:
                    f"answers, got {criterion!r} (docs/experiments/README.md)")
     try:
         raw = yaml.safe_load(Path(args.config).read_text()) if Path(args.config).is_file() else {}
-        count = len((raw or {}).get("seeds") or [0] * 5)
+        seeds = raw.get("seeds") if isinstance(raw, dict) else None
+        count = len(seeds) if isinstance(seeds, list) and seeds else 5
     except yaml.YAMLError:
         count = 5  # load_config names the error
     seeds = args.seeds or list(HELD_OUT_SEEDS[:count])
@@ -127,6 +128,7 @@ def prepare_final(args) -> dict:
     try:
         experiments = read_experiments(args.runs)
         units(experiments, args.runs)
+        check_boot(experiments, args.boot)
     except FinalReportError as err:
         fail(PROG, err)
     if args.out is None:
@@ -152,8 +154,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
                     help="--final: held-out table seeds (default: the first of coupjax.seeds.HELD_OUT_SEEDS)")
     ap.add_argument("--results", type=Path, default=None, help="--final: the results file (default docs/results.md)")
-    ap.add_argument("--boot", type=int, default=2000, help="--final: bootstrap resamples of each ranking")
+    ap.add_argument("--boot", type=positive_int, default=2000, help="--final: bootstrap resamples of each ranking")
     args = ap.parse_args(argv)
+    if not args.final and (args.seeds or args.results):
+        fail(PROG, "--seeds and --results belong to --final (a report on held-out seeds)")
     final = prepare_final(args) if args.final else None
     if args.out is None:
         fail(PROG, "--out is required (a folder for the report)")

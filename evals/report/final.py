@@ -109,6 +109,16 @@ def summarize_units(label: str, unit_names: list[str], wins: np.ndarray, place: 
             "ci95_high": t["ci95_high"], "sd": t["sd"], "training_seeds": len(per)}
 
 
+def check_boot(exp: dict, n_boot: int) -> None:
+    """FinalReportError if ``n_boot`` resamples are too few for any of the report's
+    comparisons to pass Holm's correction (the smallest bootstrap p-value is 2 / (n_boot + 1))."""
+    rep = exp["report"]
+    m = len(rep.get("pairs", [])) + len(rep.get("head_to_head", []))
+    if m and 2.0 * m / (n_boot + 1) > ALPHA:
+        raise FinalReportError(f"{n_boot} bootstrap resamples cannot show any of {m} comparisons at {ALPHA:g} after "
+                               f"Holm's correction; use at least {int(2 * m / ALPHA)}")
+
+
 def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot: int = 2000,
                batch: int = 1000) -> dict:
     """The final section of report.json (module doc), played on ``seeds``."""
@@ -116,10 +126,7 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     from evals.report.paired import compare, play_paired
 
     rep = exp["report"]
-    m = len(rep.get("pairs", [])) + len(rep.get("head_to_head", []))
-    if m and 2.0 * m / (n_boot + 1) > ALPHA:  # the smallest bootstrap p-value, Holm-corrected
-        raise FinalReportError(f"{n_boot} bootstrap resamples cannot show any of {m} comparisons at {ALPHA:g} after "
-                               f"Holm's correction; use at least {int(2 * m / ALPHA)}")
+    check_boot(exp, n_boot)
     env = Env(num_players)
     by_label = units(exp, runs)
     every = list(dict.fromkeys(u for us in by_label.values() for u in us))
