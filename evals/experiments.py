@@ -86,16 +86,16 @@ def _strs(key: str, v) -> tuple:
 class ExperimentsConfig:
     out: str
     training_seeds: tuple
-    configs: dict  # label -> config file, shipped name or "quickstart"
+    configs: dict  # label -> config file or shipped name as given, or "quickstart"
     set: dict  # label -> (KEY=VALUE, ...)
     exploit: dict
     report: dict
     estimate: dict
-    base_dir: str = "."
+    paths: dict = dataclasses.field(default_factory=dict)  # label -> the config file found, or "quickstart"
 
     def to_dict(self) -> dict:
         d = json.loads(json.dumps(dataclasses.asdict(self)))
-        d.pop("base_dir")
+        d.pop("paths")
         return d
 
 
@@ -131,9 +131,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
                 cfg = from_dict(QUICK, overrides)
                 resolved[label] = QUICKSTART
             else:
-                path = (base / name if (base / name).is_file() else config_file(name)).resolve()
+                path = base / name if (base / name).is_file() else config_file(name)
                 cfg = _load(path, overrides)
-                resolved[label] = str(path)
+                resolved[label] = str(path.resolve())
         except ConfigError as err:
             _fail(f"config key configs.{label}: {err}")
         if cfg.algo not in ("dqn", "selfplay"):
@@ -151,8 +151,8 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
             _fail(f"config key estimate.{k} must be a positive number, got {v!r}")
     estimate = {"compile_seconds": 25, "selfplay_env_steps_per_second": 29000, "dqn_transitions_per_second": 4000,
                 "tables_per_second": 40, "search_tables_per_second": 6, **est}
-    return ExperimentsConfig(out, seeds, resolved, {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
-                             exploit, report, estimate, str(base))
+    return ExperimentsConfig(out, seeds, dict(configs), {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
+                             exploit, report, estimate, resolved)
 
 
 def _load(path: Path, overrides):
@@ -250,7 +250,7 @@ def training_config(cfg: ExperimentsConfig, label: str, seed: int):
     from training.config import config_from_dict as training_config_from_dict
 
     overrides = [*cfg.set.get(label, []), f"seed={int(seed)}"]
-    name = cfg.configs[label]
+    name = cfg.paths[label]
     if name == QUICKSTART:
         return training_config_from_dict(QUICK, overrides)
     return _load(Path(name), overrides)
