@@ -293,6 +293,23 @@ def test_the_default_config_loads():
     assert Path(cfg.policies["dqn_ref"]).is_dir()
 
 
+def test_the_final_report_replaces_the_seeds(tmp_path, monkeypatch):
+    """--final plays the matrix on held-out seeds instead of the config's: they are checked
+    like the config's own (a tuning seed refused) and each is recorded in the ledger."""
+    from coupjax import seeds as S
+    from evals.report.config import load_config
+
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(yaml.safe_dump(MICRO))
+    assert load_config(cfg).seeds == (7,) and not ledger.exists()
+    assert load_config(cfg, seeds=[100, 101]).seeds == (100, 101)
+    assert [e["seed"] for e in S.read_ledger(ledger)] == [100, 101]
+    with pytest.raises(EvalConfigError, match="seed 1002 was used to tune"):
+        load_config(cfg, seeds=[1002])
+
+
 # ------------------------------------------------------------------ scenarios
 @pytest.mark.slow
 def test_scenarios_build_and_hard_facts_are_challenged():
