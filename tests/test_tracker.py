@@ -32,7 +32,7 @@ from coupjax.advice.explain import challenge_advice
 from coupjax.events import event_to_dict, last_event
 from coupjax.game import deal
 from coupjax.match import Match, ReplayError, compiled
-from coupjax.tracker import Tracker, TrackerError, worlds as W
+from coupjax.tracker import Tracker, TrackerError, card_timeline
 from coupjax.tracker import core
 from tests.play import stalling_choice
 from tests.public_record import PublicRecord
@@ -183,9 +183,9 @@ def test_thousands_of_games(monkeypatch):
     Quick twin: test_one_game_with_every_kind_of_step."""
     count = int(os.environ.get("COUPJAX_TRACKER_GAMES", "3000"))
     nodes, search_ms = [], []
-    original = W.find_world
+    original = card_timeline.find_world
 
-    def counted(record, hint=None, limit=W.NODE_LIMIT, stats=None):
+    def counted(record, hint=None, limit=card_timeline.NODE_LIMIT, stats=None):
         box, t0 = {}, time.perf_counter()
         try:
             return original(record, hint, limit, box)
@@ -207,12 +207,12 @@ def test_thousands_of_games(monkeypatch):
           f"whole entry median {np.median(t):.2f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.0f} ms; "
           f"world searches {len(w)} (one per entry that moves cards, one per deal): time median {np.median(ms):.2f} ms, "
           f"p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.1f} ms; candidate hands median {np.median(w):.0f}, "
-          f"p99 {np.percentile(w, 99):.0f}, max {w.max()} (bound {W.NODE_LIMIT}); {dict(counts)}")
-    assert w.max() < W.NODE_LIMIT // 20
+          f"p99 {np.percentile(w, 99):.0f}, max {w.max()} (bound {card_timeline.NODE_LIMIT}); {dict(counts)}")
+    assert w.max() < card_timeline.NODE_LIMIT // 20
 
 
 # ---------------------------------------------------------------- the world search is exact
-def _fits(record: W.CardRecord, world: W.World) -> bool:
+def _fits(record: card_timeline.CardRecord, world: card_timeline.World) -> bool:
     """An independent check of a world against a record: every fact, and at most 3 of a
     role outside the deck at every moment (another seat's exchange draws what its keep needs)."""
     me, ops = record.seat, record.ops
@@ -250,11 +250,11 @@ def _fits(record: W.CardRecord, world: W.World) -> bool:
     return True
 
 
-def _random_record(rng: random.Random) -> W.CardRecord:
+def _random_record(rng: random.Random) -> card_timeline.CardRecord:
     n = rng.choice([2, 3])
     roles = rng.sample(range(5), 3)  # few roles: the facts collide
     hand = [rng.choice(roles), rng.choice(roles)]
-    rec = W.CardRecord(n, 0, tuple(hand))
+    rec = card_timeline.CardRecord(n, 0, tuple(hand))
     hidden = [2] * n
     own = list(hand)
     unknown = n - 1  # opponents' variables: dealt hands, then renewals
@@ -290,7 +290,7 @@ def _random_record(rng: random.Random) -> W.CardRecord:
     return rec
 
 
-def _all_worlds(rec: W.CardRecord):
+def _all_worlds(rec: card_timeline.CardRecord):
     variables = [("hands", s, 2) for s in rec.opponents()]
     size = {s: 2 for s in range(rec.num_players)}
     for i, (kind, s, role, cards) in enumerate(rec.ops):
@@ -300,9 +300,9 @@ def _all_worlds(rec: W.CardRecord):
             variables.append(("redraw", i, None))
         elif s != rec.seat and kind == "keep":
             variables.append(("keep", i, size[s]))
-    domains = [range(5) if kind == "redraw" else W.MULTISETS[k] for kind, _, k in variables]
+    domains = [range(5) if kind == "redraw" else card_timeline.MULTISETS[k] for kind, _, k in variables]
     for values in itertools.product(*domains):
-        world = W.World({}, {}, {})
+        world = card_timeline.World({}, {}, {})
         for (kind, key, _), v in zip(variables, values):
             getattr(world, kind)[key] = v
         yield world
@@ -314,24 +314,24 @@ def test_world_search_agrees_with_brute_force():
     for _ in range(150):
         rec = _random_record(rng)
         exists = any(_fits(rec, w) for w in _all_worlds(rec))
-        world = W.find_world(rec)
+        world = card_timeline.find_world(rec)
         assert (world is not None) == exists, rec
         if world is not None:
             assert _fits(rec, world), (rec, world)
-            W.layout(rec, world)  # conserves the cards
+            card_timeline.layout(rec, world)  # conserves the cards
         outcomes[exists] += 1
     assert outcomes[True] > 20 and outcomes[False] > 20, outcomes
 
 
 def test_a_proven_claim_locates_a_card():
     """A proven duke with the other two in my hand: the hands unchanged since hold none."""
-    rec = W.CardRecord(3, 0, (rules.DUKE, rules.DUKE), [("need", 1, rules.DUKE, None), ("redraw", 1, rules.DUKE, None)])
-    assert W.find_world(rec) is not None
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 2, rules.DUKE, None)])) is None
+    rec = card_timeline.CardRecord(3, 0, (rules.DUKE, rules.DUKE), [("need", 1, rules.DUKE, None), ("redraw", 1, rules.DUKE, None)])
+    assert card_timeline.find_world(rec) is not None
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 2, rules.DUKE, None)])) is None
     # the claimant may have drawn it back, and an exchange may draw it
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 1, rules.DUKE, None)])) is not None
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 1, rules.DUKE, None)])) is not None
     ex = rec.ops + [("draw", 2, None, None), ("keep", 2, None, None), ("reveal", 2, rules.DUKE, None)]
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, ex)) is not None
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, ex)) is not None
 
 
 # ---------------------------------------------------------------- advice
