@@ -3,7 +3,7 @@
 ``python -m coupjax [train]``: a short training run on the embedded default config
 (`training.config.QUICKSTART`) into a new run directory (default
 ``runs/quickstart-<date>-<time>``, so the job can be run again and again), then its
-evaluation: the seat table (`coupjax.arena.play_tables`) of the trained policy and of
+evaluation: the seat table (`coupjax.seat_tables.play_tables`) of the trained policy and of
 every policy of the evaluation pool over the same seeded tables, printed and written
 to ``RUN_DIR/seat_table.json``.
 
@@ -104,7 +104,7 @@ def _train_and_evaluate(args) -> None:
     from coupjax.devices import use_host_cores
 
     use_host_cores(args.host_devices)  # before JAX starts: the training step shards its games over them
-    from coupjax.arena import play_tables
+    from coupjax.seat_tables import play_tables
     from coupjax.env import Env
     from coupjax.policies.pools import OPPONENTS
     from evals.seat_table import render_table

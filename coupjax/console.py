@@ -3,7 +3,8 @@
 Written to a log (CI, ``make run > log``), Rich's defaults cut a table to 80 columns
 and end the cut in an ellipsis, and a live progress bar comes out as one garbled line
 (``chunks ━━ 6… … 0…``).  `console` gives such output a wide page and no colour or
-cursor codes, so every column of every table is there; `progress` prints one plain
+cursor codes, and never wraps a line of text (a long path stays on its line), so
+every column of every table is there; `progress` prints one plain
 line per step instead of a live bar.  In a terminal both are Rich's own.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ def console(stderr: bool = False) -> Console:
     if rich.is_terminal:
         return rich
     return Console(stderr=stderr, width=PLAIN_WIDTH, no_color=True, highlight=False, emoji=False,
-                   force_terminal=False, force_interactive=False)
+                   force_terminal=False, force_interactive=False, soft_wrap=True)
 
 
 class PlainProgress:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board, deal, stages, views
 from coupjax.game.views import observation_layout
 from coupjax.state import State
@@ -20,9 +20,9 @@ class Env:
     """Coup for ``num_players`` (2..6, static).  Pure functions; wrap them in jit/vmap."""
 
     def __init__(self, num_players: int = 4):
-        n = R.check_num_players(num_players)
+        n = rules.check_num_players(num_players)
         self.num_players = n
-        self.layout = R.ActionLayout(n)
+        self.layout = rules.ActionLayout(n)
         self.num_actions = self.layout.num_actions
         self.obs_layout = observation_layout(n)
         self.observation_shape = (self.obs_layout["size"][0],)

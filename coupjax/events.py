@@ -26,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.state import MAX_REVEALS, Event
 
-PRIVATE_ACTION_PHASES = (R.PH_LOSE, R.PH_EXCHANGE)
+PRIVATE_ACTION_PHASES = (rules.PH_LOSE, rules.PH_EXCHANGE)
 
 
 def last_event(state) -> Event:
@@ -39,7 +39,7 @@ def last_event(state) -> Event:
 
 def public_event(event: Event) -> Event:
     """The event as every seat sees it: private fields set to -1.  Jittable, batchable."""
-    hide_action = (event.phase == R.PH_LOSE) | (event.phase == R.PH_EXCHANGE)
+    hide_action = (event.phase == rules.PH_LOSE) | (event.phase == rules.PH_EXCHANGE)
     return event.replace(
         action=jnp.where(hide_action, -1, event.action),
         redraw_role=jnp.full_like(event.redraw_role, -1),
@@ -49,7 +49,7 @@ def public_event(event: Event) -> Event:
 
 
 def _role(r):
-    return R.ROLES[int(r)] if r >= 0 else None
+    return rules.ROLES[int(r)] if r >= 0 else None
 
 
 def event_to_dict(event: Event, num_players: int, public: bool = False) -> dict:
@@ -59,9 +59,9 @@ def event_to_dict(event: Event, num_players: int, public: bool = False) -> dict:
     seat = int(e.seat)
     private_action = phase in PRIVATE_ACTION_PHASES
     if public and private_action:
-        action = "reveal" if phase == R.PH_LOSE else "keep"
+        action = "reveal" if phase == rules.PH_LOSE else "keep"
     else:
-        action = R.action_name(int(e.action), seat, num_players) if 0 <= int(e.action) < R.num_actions(num_players) else int(e.action)
+        action = rules.action_name(int(e.action), seat, num_players) if 0 <= int(e.action) < rules.num_actions(num_players) else int(e.action)
     reveals = []
     for k in range(MAX_REVEALS):
         if e.reveal_seat[k] >= 0:
@@ -73,9 +73,9 @@ def event_to_dict(event: Event, num_players: int, public: bool = False) -> dict:
     if e.challenged_seat >= 0:
         challenge = {"seat": int(e.challenged_seat), "role": _role(e.challenged_role), "bluff_caught": bool(e.bluff_caught)}
     return {
-        "step": int(e.step), "turn": int(e.turn), "seat": seat, "phase": R.PHASES[phase], "action": action,
+        "step": int(e.step), "turn": int(e.turn), "seat": seat, "phase": rules.PHASES[phase], "action": action,
         "forfeit": bool(e.forfeit), "actor": int(e.actor),
-        "main_action": R.MAIN_ACTIONS[int(e.main_action)] if e.main_action >= 0 else None,
+        "main_action": rules.MAIN_ACTIONS[int(e.main_action)] if e.main_action >= 0 else None,
         "target": int(e.target) if e.target >= 0 else None, "claim": _role(e.claim_role),
         "challenge": challenge,
         "redraw": None if public else _role(e.redraw_role),
@@ -94,7 +94,7 @@ def event_from_dict(d: dict, num_players: int) -> Event:
     missing = [k for k in EVENT_KEYS if k not in d]
     if missing:
         raise ValueError(f"event is missing keys: {', '.join(missing)}")
-    role = lambda x: -1 if x is None else R.role_index(x)  # noqa: E731
+    role = lambda x: -1 if x is None else rules.role_index(x)  # noqa: E731
     seat = int(d["seat"])
     reveals = d["reveals"]
     if len(reveals) > MAX_REVEALS:
@@ -109,16 +109,16 @@ def event_from_dict(d: dict, num_players: int) -> Event:
     elim = np.zeros(num_players, bool)
     elim[list(d["eliminated"])] = True
     ch = d["challenge"] or {}
-    if d["phase"] not in R.PHASES:
+    if d["phase"] not in rules.PHASES:
         raise ValueError(f"unknown phase {d['phase']!r}")
-    if d["main_action"] is not None and d["main_action"] not in R.MAIN_ACTIONS:
+    if d["main_action"] is not None and d["main_action"] not in rules.MAIN_ACTIONS:
         raise ValueError(f"unknown main action {d['main_action']!r}")
     i32 = lambda v: np.asarray(v, np.int32)  # noqa: E731
     return Event(
-        step=i32(d["step"]), turn=i32(d["turn"]), seat=i32(seat), phase=i32(R.PHASES.index(d["phase"])),
-        action=i32(R.action_id(d["action"], seat, num_players) if isinstance(d["action"], str) else d["action"]),
+        step=i32(d["step"]), turn=i32(d["turn"]), seat=i32(seat), phase=i32(rules.PHASES.index(d["phase"])),
+        action=i32(rules.action_id(d["action"], seat, num_players) if isinstance(d["action"], str) else d["action"]),
         forfeit=np.asarray(bool(d["forfeit"])), actor=i32(d["actor"]),
-        main_action=i32(-1 if d["main_action"] is None else R.MAIN_ACTIONS.index(d["main_action"])),
+        main_action=i32(-1 if d["main_action"] is None else rules.MAIN_ACTIONS.index(d["main_action"])),
         target=i32(-1 if d["target"] is None else d["target"]), claim_role=i32(role(d["claim"])),
         challenged_seat=i32(ch.get("seat", -1)), challenged_role=i32(role(ch.get("role"))),
         bluff_caught=np.asarray(bool(ch.get("bluff_caught", False))), redraw_role=i32(role(d["redraw"])),
@@ -226,16 +226,16 @@ INT32_MAX = 2 ** 31 - 1
 def event_fields(num_players: int) -> dict:
     """The checks of a private event dict (`event_to_dict`) at a table of ``num_players``:
     the key set is exactly `EVENT_KEYS`; ``action`` is a protocol name."""
-    n = R.check_num_players(num_players)
-    seat, role = integer(0, n - 1), one_of(R.ROLES, "a role:")
+    n = rules.check_num_players(num_players)
+    seat, role = integer(0, n - 1), one_of(rules.ROLES, "a role:")
     fields = {
-        "step": integer(0, INT32_MAX), "turn": integer(0, R.TURN_CAP - 1), "seat": seat,
-        "phase": one_of(R.PHASES, "a phase:"), "action": one_of(R.all_protocol_names(n), "a protocol name:"),
-        "forfeit": boolean, "actor": seat, "main_action": nullable(one_of(R.MAIN_ACTIONS, "a main action:")),
+        "step": integer(0, INT32_MAX), "turn": integer(0, rules.TURN_CAP - 1), "seat": seat,
+        "phase": one_of(rules.PHASES, "a phase:"), "action": one_of(rules.all_protocol_names(n), "a protocol name:"),
+        "forfeit": boolean, "actor": seat, "main_action": nullable(one_of(rules.MAIN_ACTIONS, "a main action:")),
         "target": nullable(seat), "claim": nullable(role),
         "challenge": nullable(record({"seat": seat, "role": role, "bluff_caught": boolean})),
         "redraw": nullable(role), "exchange_drawn": list_of(role, (0, 2)),
-        "reveals": list_of(record({"seat": seat, "role": role, "index": integer(0, R.HAND_SIZE - 1)}),
+        "reveals": list_of(record({"seat": seat, "role": role, "index": integer(0, rules.HAND_SIZE - 1)}),
                            range(MAX_REVEALS + 1)),
         "eliminated": list_of(seat, range(n + 1)),
         "resolved": boolean, "turn_ended": boolean, "game_over": boolean,

@@ -23,8 +23,8 @@ import jax
 import numpy as np
 
 from coupjax.game import board
-from coupjax.game import deal as P
-from coupjax import rules as R
+from coupjax.game import deal
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.events import (EVENT_KEYS, FieldError, boolean, const, event_fields, event_to_dict, integer,
                             last_event, list_of, one_of, record)
@@ -41,7 +41,7 @@ def compiled(num_players: int):
     """(env, jitted init, step, make_position) for a table size, shared process-wide."""
     env = Env(num_players)
     return (env, jax.jit(env.init), jax.jit(env.step),
-            jax.jit(functools.partial(P.make_position, num_players)))
+            jax.jit(functools.partial(deal.make_position, num_players)))
 
 
 def _int(field: str, v, lo: int, hi: int) -> int:
@@ -63,7 +63,7 @@ def _roles(names, field: str) -> list[int]:
     out = []
     for i, x in enumerate(names):
         try:
-            out.append(R.role_index(x))
+            out.append(rules.role_index(x))
         except ValueError as err:
             raise FieldError(f"{field}[{i}]", str(err)) from None
     return out
@@ -91,7 +91,7 @@ class Match:
     def __init__(self, num_players: int = 4, seed: int = 0, hands=None, deck=None, coins=None, revealed=None,
                  current_player: int = 0, turn: int = 0, deck_shuffled: bool | None = None):
         try:
-            n = R.check_num_players(num_players)
+            n = rules.check_num_players(num_players)
         except ValueError as err:
             raise FieldError("num_players", str(err)) from None
         self.num_players, self.seed = n, _int("seed", seed, 0, SEED_MAX)
@@ -122,34 +122,34 @@ class Match:
         hand_ids = _per_seat(hands, "hands", n)
         revealed_ids = [[] for _ in range(n)] if revealed is None else _per_seat(revealed, "revealed", n)
         for s in range(n):
-            if len(hand_ids[s]) + len(revealed_ids[s]) != R.HAND_SIZE:
+            if len(hand_ids[s]) + len(revealed_ids[s]) != rules.HAND_SIZE:
                 raise FieldError(f"hands[{s}]", f"seat {s} must have 2 cards in hand and revealed together")
         if deck is None:
-            rest = np.bincount([c for h in hand_ids + revealed_ids for c in h], minlength=R.NUM_ROLES)
-            deck_ids = [r for r in range(R.NUM_ROLES) for _ in range(max(0, R.COPIES_PER_ROLE - rest[r]))]
+            rest = np.bincount([c for h in hand_ids + revealed_ids for c in h], minlength=rules.NUM_ROLES)
+            deck_ids = [r for r in range(rules.NUM_ROLES) for _ in range(max(0, rules.COPIES_PER_ROLE - rest[r]))]
             np.random.default_rng(self.seed).shuffle(deck_ids)
         else:
             deck_ids = _roles(deck, "deck")
         try:
-            P.check_cards(hand_ids, deck_ids, revealed_ids)
+            deal.check_cards(hand_ids, deck_ids, revealed_ids)
         except ValueError as err:
             raise FieldError("hands/deck/revealed", str(err)) from None
         if coins is None:
-            coins = [R.START_COINS] * n
+            coins = [rules.START_COINS] * n
         elif isinstance(coins, (str, bytes)) or not isinstance(coins, (list, tuple, np.ndarray)) or len(coins) != n:
             raise FieldError("coins", f"expected {n} coin counts, got {coins!r}")
         coins = [_int(f"coins[{s}]", c, 0, COIN_MAX) for s, c in enumerate(coins)]
         current_player = _int("current_player", current_player, 0, n - 1)
         if not hand_ids[current_player]:
             raise FieldError("current_player", f"seat {current_player} has no hidden cards")
-        turn = _int("turn", turn, 0, R.TURN_CAP - 1)
-        return (P.hand_arrays(hand_ids, n), P.deck_array(deck_ids), np.asarray(coins, np.int32),
-                P.hand_arrays(revealed_ids, n), current_player, turn)
+        turn = _int("turn", turn, 0, rules.TURN_CAP - 1)
+        return (deal.hand_arrays(hand_ids, n), deal.deck_array(deck_ids), np.asarray(coins, np.int32),
+                deal.hand_arrays(revealed_ids, n), current_player, turn)
 
     def _deal_record(self) -> dict:
         s = self.state
         return {"type": "deal", "version": FORMAT_VERSION, "num_players": self.num_players, "seed": self.seed,
-                "hands": self.hands, "deck": self.deck, "deck_shuffled": P.deck_shuffled(s), "coins": P.coins(s),
+                "hands": self.hands, "deck": self.deck, "deck_shuffled": deal.deck_shuffled(s), "coins": deal.coins(s),
                 "revealed": self.revealed, "current_player": int(s.current_player), "turn": int(board.turn(s))}
 
     # ------------------------------------------------------------------ reading
@@ -163,19 +163,19 @@ class Match:
 
     @property
     def hands(self) -> list[list[str]]:
-        return [[R.ROLES[c] for c in row] for row in P.hands(self.state)]
+        return [[rules.ROLES[c] for c in row] for row in deal.hands(self.state)]
 
     @property
     def deck(self) -> list[str]:
-        return [R.ROLES[c] for c in P.deck_order(self.state)]
+        return [rules.ROLES[c] for c in deal.deck_order(self.state)]
 
     @property
     def drawn(self) -> list[str]:
-        return [R.ROLES[c] for c in P.drawn(self.state)]
+        return [rules.ROLES[c] for c in deal.drawn(self.state)]
 
     @property
     def revealed(self) -> list[list[str]]:
-        return [[R.ROLES[c] for c in row] for row in P.revealed(self.state)]
+        return [[rules.ROLES[c] for c in row] for row in deal.revealed(self.state)]
 
     def legal_actions(self) -> list[str]:
         """Protocol names of the legal actions (absolute seats); empty once done."""
@@ -183,7 +183,7 @@ class Match:
             return []
         seat = int(self.state.current_player)
         ids = np.flatnonzero(np.asarray(self.state.legal_action_mask))
-        return [R.action_name(int(a), seat, self.num_players) for a in ids]
+        return [rules.action_name(int(a), seat, self.num_players) for a in ids]
 
     def placements(self):
         return [int(s) for s in np.asarray(board.placements(self.state))] if self.done else None
@@ -191,17 +191,17 @@ class Match:
     def view(self) -> dict:
         """A JSON-able public summary of the table."""
         s = self.state
-        hidden = [len(h) for h in P.hands(s)]
+        hidden = [len(h) for h in deal.hands(s)]
         placements = self.placements()
-        role = lambda r: R.ROLES[int(r)] if r >= 0 else None  # noqa: E731
+        role = lambda r: rules.ROLES[int(r)] if r >= 0 else None  # noqa: E731
         return {
             "turn": int(board.turn(s)), "current_player": self.current_player,
-            "phase": "done" if self.done else R.PHASES[int(board.phase(s))],
-            "coins": P.coins(s), "hidden": hidden, "revealed": self.revealed,
+            "phase": "done" if self.done else rules.PHASES[int(board.phase(s))],
+            "coins": deal.coins(s), "hidden": hidden, "revealed": self.revealed,
             "alive": [h > 0 for h in hidden], "done": self.done,
             "winner": placements[0] if placements else None, "placements": placements,
             "actor": int(board.actor(s)),
-            "main_action": R.MAIN_ACTIONS[int(board.main_action(s))] if board.main_action(s) >= 0 else None,
+            "main_action": rules.MAIN_ACTIONS[int(board.main_action(s))] if board.main_action(s) >= 0 else None,
             "target": int(board.target(s)) if board.target(s) >= 0 else None,
             "blocker": int(board.blocker(s)) if board.blocker(s) >= 0 else None,
             "block_role": role(board.block_role(s)),
@@ -219,7 +219,7 @@ class Match:
             raise RuntimeError("the match is over")
         seat = int(self.state.current_player)
         try:
-            action = R.action_id(name, seat, self.num_players)
+            action = rules.action_id(name, seat, self.num_players)
         except ValueError as err:
             raise ValueError(f"{err}; legal actions: {', '.join(self.legal_actions())}") from None
         key = jax.random.fold_in(self._key, len(self.events) + 1)
@@ -281,13 +281,13 @@ _MATCH_ARGS = ("num_players", "seed", "hands", "deck", "coins", "revealed", "cur
 @functools.lru_cache(maxsize=None)
 def _deal_check(num_players: int):
     n = num_players
-    roles = list_of(one_of(R.ROLES, "a role:"), range(R.HAND_SIZE + 1))
+    roles = list_of(one_of(rules.ROLES, "a role:"), range(rules.HAND_SIZE + 1))
     return record({
         "type": const("deal"), "version": const(FORMAT_VERSION), "num_players": const(n),
         "seed": integer(0, SEED_MAX), "hands": list_of(roles, (n,)),
-        "deck": list_of(one_of(R.ROLES, "a role:"), range(R.DECK_SIZE + 1)), "deck_shuffled": boolean,
+        "deck": list_of(one_of(rules.ROLES, "a role:"), range(rules.DECK_SIZE + 1)), "deck_shuffled": boolean,
         "coins": list_of(integer(0, COIN_MAX), (n,)), "revealed": list_of(roles, (n,)),
-        "current_player": integer(0, n - 1), "turn": integer(0, R.TURN_CAP - 1),
+        "current_player": integer(0, n - 1), "turn": integer(0, rules.TURN_CAP - 1),
     })
 
 
@@ -307,7 +307,7 @@ def _check_deal(d) -> None:
                          f"reads version {FORMAT_VERSION} only")
     if "num_players" not in d:
         raise FieldError("num_players", "missing")
-    integer(R.MIN_PLAYERS, R.MAX_PLAYERS)(d["num_players"], "num_players")
+    integer(rules.MIN_PLAYERS, rules.MAX_PLAYERS)(d["num_players"], "num_players")
     _deal_check(d["num_players"])(d)
 
 

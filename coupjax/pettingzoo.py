@@ -3,7 +3,7 @@
 Agents ``player_0 .. player_{n-1}`` are the seats; ``agent_selection`` is the engine's
 ``current_player`` (every decision, reactions included, is its own step).  An
 observation is ``{"observation": float32[obs], "action_mask": int8[A]}``: the seat's own
-view (`coupjax.game.views.observe`, parsed by `coupjax.view.parse`) and its legal
+view (`coupjax.game.views.observe`, parsed by `coupjax.observation.parse`) and its legal
 actions (all zero when it is not the seat to move).  Actions are the engine's ids
 (`coupjax.rules`); an id outside the mask forfeits as the rules say (an id outside
 ``0..A-1`` raises).

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rollout
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.game import board
 
@@ -38,9 +38,9 @@ def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
     def tally(aux, c, a, logits, served):
         lengths, hist = aux
         s = c.state
-        declared = (board.phase(s) == R.PH_ACTION) & ~s.terminated
+        declared = (board.phase(s) == rules.PH_ACTION) & ~s.terminated
         kinds = jnp.where(declared, main_kind[a], -1)
-        return lengths + ~s.terminated, hist + (kinds[:, None] == jnp.arange(R.NUM_MAIN_ACTIONS)).sum(0)
+        return lengths + ~s.terminated, hist + (kinds[:, None] == jnp.arange(rules.NUM_MAIN_ACTIONS)).sum(0)
 
     @jax.jit
     def run(key):
@@ -48,7 +48,7 @@ def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
         states = jax.vmap(env.init)(jax.random.split(k0, num_games))
         # every game steps every iteration (a finished one is left as it is by `env.step`)
         c, _ = rollout.play(env, rollout.uniform_logits, states, key, step_keys=keys, sample=sample, tally=tally,
-                            aux=(jnp.zeros(num_games, jnp.int32), jnp.zeros(R.NUM_MAIN_ACTIONS, jnp.int32)),
+                            aux=(jnp.zeros(num_games, jnp.int32), jnp.zeros(rules.NUM_MAIN_ACTIONS, jnp.int32)),
                             live=lambda c: jnp.ones(num_games, bool),
                             cond=lambda c: (~c.state.terminated.all()) & (c.it < max_steps))
         return (c.state, c.key, c.it, *c.aux)
@@ -76,8 +76,8 @@ def simulate(num_players: int = 4, num_games: int = 4096, seed: int = 0) -> dict
         "decisions": int(lengths.sum()), "decisions_per_s": round(float(lengths.sum()) / wall),
         "games_per_s": round(num_games / wall, 1),
         "mean_decisions_per_game": round(float(lengths.mean()), 2), "mean_turns_per_game": round(float(turns.mean()), 2),
-        "capped_share": round(float((turns >= R.TURN_CAP).mean()), 4),
+        "capped_share": round(float((turns >= rules.TURN_CAP).mean()), 4),
         "win_rate_by_seat": [round(float((winners == p).mean()), 4) for p in range(num_players)],
-        "main_action_share": {R.MAIN_ACTIONS[k]: round(float(v) / max(1, int(np.sum(hist))), 4)
+        "main_action_share": {rules.MAIN_ACTIONS[k]: round(float(v) / max(1, int(np.sum(hist))), 4)
                               for k, v in enumerate(np.asarray(hist))},
     }

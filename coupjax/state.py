@@ -3,7 +3,7 @@
 Shapes are given for ``n`` players and ``A = 32 + 3n`` actions.  Card values are role
 ids 0..4 (`coupjax.rules.ROLES`) and -1 for an empty slot; seats are absolute ints and
 -1 for "none".  Only the Pgx fields are public; everything else is ``_``-prefixed and is
-read outside the engine only through `coupjax.positions` and `coupjax.events`.
+read outside the engine only through `coupjax.game.deal` and `coupjax.events`.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class Event:
 
 @struct.dataclass
 class State:
-    """One match.  Public fields follow Pgx v2; see `coupjax.engine.Env`."""
+    """One match.  Public fields follow Pgx v2; see `coupjax.env.Env`."""
 
     current_player: jnp.ndarray  # int32 []   seat to decide (a valid seat after the end too)
     observation: jnp.ndarray  # float32 [obs]  `current_player`'s view (engine.observation_layout)

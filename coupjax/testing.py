@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rollout
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import last_event
 from coupjax.game import board
 from coupjax.game.deal import scramble_unseen
@@ -98,7 +98,7 @@ def _position_player(env):
 
     def private(s):
         ev = last_event(s)
-        return ((ev.phase == R.PH_LOSE) | (ev.phase == R.PH_EXCHANGE)) & (ev.seat != s.current_player)
+        return ((ev.phase == rules.PH_LOSE) | (ev.phase == rules.PH_EXCHANGE)) & (ev.seat != s.current_player)
 
     def keys(k, steps, live):  # each game splits its own key at each of its steps
         new = jax.vmap(lambda kk: jax.random.split(kk, 3))(k)
@@ -179,4 +179,4 @@ def check_policy(policy, env, states=None, scrambled=None, num_states: int = 256
         for i in range(min(3, B)):
             jax.block_until_ready(one(keys[i], jax.tree.map(lambda x: x[i], states)))
     phases = sorted({int(p) for p in np.asarray(board.phase(states))})
-    return {"positions": B, "phases": [R.PHASES[p] for p in phases]}
+    return {"positions": B, "phases": [rules.PHASES[p] for p in phases]}

@@ -65,16 +65,19 @@ class SingleSeat:
         self.new_game = new_game
 
     def advance(self, state, seat, seats, key, step_keys: Callable, action=None, steps=0,
-                record: Callable | None = None, record_init=None) -> Advanced:
+                record: Callable | None = None, record_init=None, pending=None) -> Advanced:
         """Apply ``action`` for ``seat`` (None: none; the game must then be at a decision of
         ``seat``), then the other seats' decisions until ``seat`` must decide (module doc).
 
         ``steps``: the game's decision count so far (what ``step_keys`` and ``record``
         see as ``t``).  ``record(carry, t, state, action) -> carry``: what the caller keeps
         of each step (e.g. the adapter's action list), from ``record_init``.
+        ``pending``: bool[], whether ``action`` is applied (default: ``action is not
+        None``); a traced flag lets one compiled call (`vmap`-ed) start some games at a
+        decision of another seat while it steps others.
         """
         reset = self.new_game is not None
-        pending0 = jnp.array(action is not None)
+        pending0 = jnp.array(action is not None) if pending is None else jnp.asarray(pending, bool)
         action = jnp.int32(0) if action is None else jnp.asarray(action, jnp.int32)
         t0 = jnp.asarray(steps, jnp.int32)
         aux0 = {"seat": jnp.asarray(seat, jnp.int32), "alive": jnp.array(True), "recorded": jnp.array(False),

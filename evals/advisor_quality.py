@@ -30,7 +30,7 @@ printed figures are in-sample: the fitting games).
 ``--seat-table GAMES`` instead seats each pool policy (the scripted bots and
 belief_ev) and, with ``--alphas a,b``, belief_ev variants challenging with those
 alphas, in one seat of GAMES tables against three pool opponents, in the arena
-(`evals.advisor.seat_table`).  It is a report (tuning seeds refused); ``--tune``
+(`evals.advisor.variant_tables`).  It is a report (tuning seeds refused); ``--tune``
 marks a run that chooses belief_ev's PLAY_OVERRIDES, accepted only on a tuning seed.
 """
 from __future__ import annotations
@@ -40,14 +40,14 @@ import json
 import time
 from pathlib import Path
 
-from coupjax.advice import challenge as A
+from coupjax.advice import challenge
 from coupjax.args import Parser
 from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
 from evals.advisor.fit import fit_constants, params_dict, write_config
 from evals.advisor.record import NUM_PLAYERS, record_conditions
 from evals.advisor.score import evaluate, table
-from evals.advisor.seat_table import seat_table
+from evals.advisor.variant_tables import variant_table
 
 CONFIG = config_path("advisor.yaml")
 
@@ -58,7 +58,7 @@ def run_seat_table(args) -> dict:
     t0 = time.perf_counter()
     alphas = [float(a) for a in args.alphas.split(",") if a]
     with Progress(transient=True, disable=args.quiet) as progress:
-        res = seat_table(args.seat_table, args.seed, args.chunk or 2000, alphas=alphas, tune=args.tune,
+        res = variant_table(args.seat_table, args.seed, args.chunk or 2000, alphas=alphas, tune=args.tune,
                          progress=progress)
     res["seconds"] = round(time.perf_counter() - t0, 1)
     for name, r in sorted(res["policies"].items(), key=lambda kv: -kv[1]["win_rate"]):
@@ -81,14 +81,14 @@ def main(argv=None):
     ap.add_argument("--out", type=str, default=None, help="JSON output file")
     ap.add_argument("--chunk", type=int, default=None,
                     help="games per jitted chunk (default 1000; 2000 for --seat-table)")
-    ap.add_argument("--style", choices=tuple(A.STYLES), default="balanced")
+    ap.add_argument("--style", choices=tuple(challenge.STYLES), default="balanced")
     ap.add_argument("--params", type=str, default=None, help="YAML with a params mapping (default: AdvisorParams())")
     ap.add_argument("--fit", action="store_true", help="fit the constants on these games and write --config")
     ap.add_argument("--config", type=str, default=str(CONFIG))
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--seat-table", type=int, default=0, metavar="GAMES",
                     help="instead: seat each pool policy (and the --alphas variants of belief_ev) in one seat of "
-                         "GAMES 4-player tables against the pool and report its win rate (coupjax.arena)")
+                         "GAMES 4-player tables against the pool and report its win rate (coupjax.seat_tables)")
     ap.add_argument("--alphas", type=str, default="",
                     help="with --seat-table: also seat belief_ev variants challenging with these alphas (1,2,...)")
     ap.add_argument("--tune", action="store_true",
@@ -109,7 +109,7 @@ def main(argv=None):
     t0 = time.perf_counter()
     records = record_conditions(args.games_per_condition, args.seed, args.chunk or 1000, quiet=args.quiet)
     t_play = time.perf_counter() - t0
-    params = A.load_params(args.params) if args.params else A.AdvisorParams()
+    params = challenge.load_params(args.params) if args.params else challenge.AdvisorParams()
     if args.fit:
         params, info = fit_constants(records, args.seed, args.games_per_condition)
         write_config(args.config, params, info)

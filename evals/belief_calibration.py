@@ -41,7 +41,7 @@ from coupjax.env import Env
 from coupjax.inference import load_policy
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.seeds import REPORT_SEED
-from coupjax.view import parse
+from coupjax.observation import parse
 
 MIXES = {"pool": {name: 1.0 for name in OPPONENTS}, **CONDITIONS,
          "bluffer_heavy": {"bluffer": 0.6, "aggressive": 0.3, "random": 0.1}}

@@ -18,6 +18,11 @@ to keep the figures).  In one run it measures:
     (the Gymnasium figure also gives its agent steps); ratios are against the raw
     engine.  The three are timed in alternating rounds and the best round of each is
     kept, so they share the machine's load.
+(c) **Gymnasium, batched**: ``coupjax.gymnasium.vector_env(num_envs)`` (every game in
+    one compiled call) against ``gymnasium.vector.SyncVectorEnv`` of ``num_envs`` single
+    envs (one compiled call per game), the same seat and opponents (``random``), random
+    legal actions drawn on the host from ``info["action_mask"]``; agent steps per second
+    summed over the games, timed in alternating rounds as in (b), with the ratio.
 
 Batched throughput (thousands of games per call) is `evals.bench_engine`'s.
 """
@@ -33,6 +38,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from coupjax import console as output
 from coupjax.args import Parser, positive_int
 from coupjax.env import Env
 
@@ -143,9 +149,32 @@ def gymnasium_run(num_players: int, decisions: int, seed: int):
     return run
 
 
-def side_by_side(runs: dict, rounds: int) -> dict:
+def vector_run(num_envs: int, num_players: int, steps: int, seed: int, batched: bool):
+    """A closure taking ``steps`` batched steps (``num_envs`` agent steps each) of the
+    batched Gymnasium env or of ``SyncVectorEnv`` of the single env."""
+    import gymnasium as gym
+
+    from coupjax.gymnasium import env as make_env, vector_env
+
+    kw = dict(num_players=num_players, seat=0, opponents="random")
+    env = vector_env(num_envs, **kw) if batched else gym.vector.SyncVectorEnv(
+        [lambda: make_env(**kw) for _ in range(num_envs)])
+
+    def run():
+        rng = np.random.default_rng(seed)
+        _, info = env.reset(seed=seed)
+        for _ in range(steps):
+            mask = info["action_mask"].astype(bool)
+            actions = np.argmax(np.where(mask, rng.random(mask.shape), -1.0), axis=1)
+            _, _, _, _, info = env.step(actions)
+        return {"agent_steps": steps * num_envs}
+
+    return run
+
+
+def side_by_side(runs: dict, rounds: int, baseline: str = "raw_engine", count: str = "decisions") -> dict:
     """Each closure run once to compile, then ``rounds`` alternating timed rounds; the best
-    round's rates per name."""
+    round's rates per name, with its ratio to ``baseline``'s (``count`` per second)."""
     for fn in runs.values():
         fn()
     best = {name: None for name in runs}
@@ -155,12 +184,12 @@ def side_by_side(runs: dict, rounds: int) -> dict:
             counts = fn()
             dt = time.perf_counter() - t0
             rates = {f"{k}_per_s": v / dt for k, v in counts.items()}
-            if best[name] is None or rates["decisions_per_s"] > best[name]["decisions_per_s"]:
+            if best[name] is None or rates[f"{count}_per_s"] > best[name][f"{count}_per_s"]:
                 best[name] = {**counts, "seconds": dt, **rates}
-            log(f"  round {r + 1}: {name}: {rates['decisions_per_s']:,.0f} decisions/s")
-    raw = best["raw_engine"]["decisions_per_s"]
+            log(f"  round {r + 1}: {name}: {rates[f'{count}_per_s']:,.0f} {count.replace('_', ' ')}/s")
+    base = best[baseline][f"{count}_per_s"]
     for row in best.values():
-        row["ratio_to_raw_engine"] = row["decisions_per_s"] / raw
+        row[f"ratio_to_{baseline}"] = row[f"{count}_per_s"] / base
     return best
 
 
@@ -168,22 +197,33 @@ def render(figures: dict):
     from rich.table import Table
 
     tables = []
-    t = Table(title="arena: 2-player tournaments (processes, handshakes, saving included)")
-    for col in ("entrants", "players", "matches", "at once", "moves", "seconds", "moves/s", "matches/s"):
-        t.add_column(col, justify="left" if col == "entrants" else "right")
-    for name, row in figures["arena"].items():
-        t.add_row(name, str(row["players"]), str(row["matches"]), str(row["concurrency"]), f"{row['moves']:,}",
-                  f"{row['wall_seconds']:.1f}", f"{row['moves_per_s']:,.0f}", f"{row['matches_per_s']:.2f}")
-    tables.append(t)
-    t = Table(title=f"one game at a time, {figures['players']} players, random legal actions "
-                    f"(best of {figures['rounds']} alternating rounds)")
-    for col in ("loop", "decisions/s", "agent steps/s", "vs raw"):
-        t.add_column(col, justify="left" if col == "loop" else "right")
-    for name, row in figures["single_game"].items():
-        steps = row.get("agent_steps_per_s")
-        t.add_row(name, f"{row['decisions_per_s']:,.0f}", "-" if steps is None else f"{steps:,.0f}",
-                  f"{row['ratio_to_raw_engine']:.2f}x")
-    tables.append(t)
+    if figures.get("arena"):
+        t = Table(title="arena: 2-player tournaments (processes, handshakes, saving included)")
+        for col in ("entrants", "players", "matches", "at once", "moves", "seconds", "moves/s", "matches/s"):
+            t.add_column(col, justify="left" if col == "entrants" else "right")
+        for name, row in figures["arena"].items():
+            t.add_row(name, str(row["players"]), str(row["matches"]), str(row["concurrency"]), f"{row['moves']:,}",
+                      f"{row['wall_seconds']:.1f}", f"{row['moves_per_s']:,.0f}", f"{row['matches_per_s']:.2f}")
+        tables.append(t)
+    if "single_game" in figures:
+        t = Table(title=f"one game at a time, {figures['players']} players, random legal actions "
+                        f"(best of {figures['rounds']} alternating rounds)")
+        for col in ("loop", "decisions/s", "agent steps/s", "vs raw"):
+            t.add_column(col, justify="left" if col == "loop" else "right")
+        for name, row in figures["single_game"].items():
+            steps = row.get("agent_steps_per_s")
+            t.add_row(name, f"{row['decisions_per_s']:,.0f}", "-" if steps is None else f"{steps:,.0f}",
+                      f"{row['ratio_to_raw_engine']:.2f}x")
+        tables.append(t)
+    if "vector" in figures:
+        v = figures["vector"]
+        t = Table(title=f"Gymnasium, {v['num_envs']} games at once, {figures['players']} players, opponents random, "
+                        f"random legal actions (best of {figures['rounds']} alternating rounds)")
+        for col in ("vector env", "agent steps/s", "vs SyncVectorEnv"):
+            t.add_column(col, justify="left" if col == "vector env" else "right")
+        for name, row in v["loops"].items():
+            t.add_row(name, f"{row['agent_steps_per_s']:,.0f}", f"{row['ratio_to_sync_vector_env']:.1f}x")
+        tables.append(t)
     return tables
 
 
@@ -197,13 +237,16 @@ def main(argv=None) -> dict:
     p.add_argument("--rounds", type=positive_int, default=3, help="alternating timed rounds (default 3)")
     p.add_argument("--players", type=int, default=4, choices=range(2, 7), metavar="{2..6}",
                    help="players of the single-game loops (default 4)")
+    p.add_argument("--num-envs", type=positive_int, default=None,
+                   help="games of the batched Gymnasium comparison (default 64; --quick 8)")
+    p.add_argument("--vector-steps", type=positive_int, default=None,
+                   help="batched steps per timed round of that comparison (default 100; --quick 20)")
+    p.add_argument("--only-vector", action="store_true", help="only (c), the batched Gymnasium comparison")
     p.add_argument("--seed", type=int, default=7, help="seed of the arena's deals and the random actions")
     p.add_argument("--out", default=None, help="also write the figures as JSON here")
     args = p.parse_args(argv)
     matches = args.arena_matches or (12 if args.quick else 60)
     decisions = args.decisions or (600 if args.quick else 3000)
-
-    from rich.console import Console
 
     from coupjax.botarena import parse_bot, parse_policy
 
@@ -211,18 +254,26 @@ def main(argv=None) -> dict:
     figures = {"players": args.players, "rounds": args.rounds, "arena": {},
                "machine": {"platform": platform.platform(), "jax": jax.__version__,
                            "devices": [str(d) for d in jax.devices()]}}
-    log(f"(a) arena: {matches} 2-player matches, two Python bots")
-    figures["arena"]["2 Python bots"] = bench_arena([parse_bot(f"py_a={bot}"), parse_bot(f"py_b={bot}")], 2,
-                                                      matches, args.concurrency, args.seed)
-    log(f"(a) arena: {matches} 2-player matches, two in-process policies")
-    figures["arena"]["2 policies"] = bench_arena(
-        [parse_policy("a=random"), parse_policy("b=random")], 2, matches, args.concurrency, args.seed)
-    log(f"(b) one game at a time: {decisions} decisions per round, {args.rounds} rounds")
-    runs = {"raw_engine": raw_engine_run(args.players, decisions, args.seed),
-            "pettingzoo": pettingzoo_run(args.players, decisions, args.seed),
-            "gymnasium": gymnasium_run(args.players, decisions, args.seed)}
-    figures["single_game"] = side_by_side(runs, args.rounds)
-    console = Console()
+    if not args.only_vector:
+        log(f"(a) arena: {matches} 2-player matches, two Python bots")
+        figures["arena"]["2 Python bots"] = bench_arena([parse_bot(f"py_a={bot}"), parse_bot(f"py_b={bot}")], 2,
+                                                          matches, args.concurrency, args.seed)
+        log(f"(a) arena: {matches} 2-player matches, two in-process policies")
+        figures["arena"]["2 policies"] = bench_arena(
+            [parse_policy("a=random"), parse_policy("b=random")], 2, matches, args.concurrency, args.seed)
+        log(f"(b) one game at a time: {decisions} decisions per round, {args.rounds} rounds")
+        runs = {"raw_engine": raw_engine_run(args.players, decisions, args.seed),
+                "pettingzoo": pettingzoo_run(args.players, decisions, args.seed),
+                "gymnasium": gymnasium_run(args.players, decisions, args.seed)}
+        figures["single_game"] = side_by_side(runs, args.rounds)
+    num_envs = args.num_envs or (8 if args.quick else 64)
+    vsteps = args.vector_steps or (20 if args.quick else 100)
+    log(f"(c) Gymnasium, batched: {num_envs} games, {vsteps} steps per round, {args.rounds} rounds")
+    runs = {"sync_vector_env": vector_run(num_envs, args.players, vsteps, args.seed, batched=False),
+            "vector_env": vector_run(num_envs, args.players, vsteps, args.seed, batched=True)}
+    figures["vector"] = {"num_envs": num_envs, "steps": vsteps,
+                         "loops": side_by_side(runs, args.rounds, "sync_vector_env", "agent_steps")}
+    console = output.console()
     for t in render(figures):
         console.print(t)
     if args.out:

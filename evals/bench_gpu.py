@@ -183,10 +183,10 @@ def next_batch_verdict(last: dict | None, batch: int, bytes_limit: int | None, s
 
 def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
     from coupjax import Env
-    from evals import bench_engine as BE
+    from evals import bench_engine
 
     env = Env(4)
-    baseline = BE.PythonBaseline(4, plan.python_chunk_s, seed=0)
+    baseline = bench_engine.PythonBaseline(4, plan.python_chunk_s, seed=0)
     baseline.chunk()
     shards = len(jax.devices())
     rows, skipped = [], []
@@ -196,11 +196,11 @@ def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
         if why:
             skipped.append({"batch": batch, "why": why})
             continue
-        steps = plan.engine_steps or BE.scan_length(batch, quick=False)
+        steps = plan.engine_steps or bench_engine.scan_length(batch, quick=False)
         t0 = time.perf_counter()
         try:
-            row = BE.bench_batch(env, batch, steps, plan.engine_repeats, plan.engine_min_time, 0,
-                                 shards if BE.games_sharding(batch, shards) is not None else 1)
+            row = bench_engine.bench_batch(env, batch, steps, plan.engine_repeats, plan.engine_min_time, 0,
+                                 shards if bench_engine.games_sharding(batch, shards) is not None else 1)
         except Exception as err:  # noqa: BLE001 - a size that does not fit is skipped, not the section
             if not _is_oom(err):
                 raise
@@ -215,18 +215,18 @@ def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
         baseline.chunk()
     py = baseline.chunk()
     for r in rows:
-        BE.add_ratios(r, py)
-    total, obs = BE.state_bytes(env)
+        bench_engine.add_ratios(r, py)
+    total, obs = bench_engine.state_bytes(env)
     return {"num_players": 4, "batches": sorted(rows, key=lambda r: r["batch"]), "skipped": skipped, **py,
             "state_bytes_per_game": total, "observation_bytes": obs}
 
 
 def section_memory(plan: Plan, clock: Section, report: dict) -> dict:
     from coupjax import Env
-    from evals import bench_engine as BE
+    from evals import bench_engine
 
     env = Env(4)
-    total, obs = BE.state_bytes(env)
+    total, obs = bench_engine.state_bytes(env)
     out = {"state_bytes_per_game": total, "observation_bytes": obs}
     before = memory_stats()
     if before is None:

@@ -8,7 +8,7 @@ drawn uniformly per table); the other seats are drawn uniformly with replacement
 the evaluation pool (`coupjax.policies.pools.OPPONENTS`), or all play ``--opponents``
 (head-to-head: one seat against three copies).  Every policy faces the same draws and
 the same game keys (common random numbers).  Win rate and placement follow the one
-definition in `coupjax.arena`.  The JSON maps each ``--policy`` argument, exactly as
+definition in `coupjax.seat_tables`.  The JSON maps each ``--policy`` argument, exactly as
 given, to ``win_rate``, ``ci95_low``, ``ci95_high`` (Wilson interval over tables),
 ``mean_placement`` (1 = first), ``action_entropy`` (mean nats per decision), ``games``
 and ``wins``.  Seeds used to tune are refused (`coupjax.seeds`).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from coupjax.arena import play_tables
+from coupjax.seat_tables import play_tables
 from coupjax import console as output
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.env import Env

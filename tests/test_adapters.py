@@ -173,3 +173,112 @@ def test_gymnasium_action_masks_are_the_info_mask():
         assert mask.dtype == bool and np.array_equal(mask, info["action_mask"].astype(bool)) and mask.any()
         obs, reward, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
         assert type(reward) is float
+
+
+# ------------------------------------------------------------------ Gymnasium, batched
+def _actions(rng, masks, illegal_rate=0.02):
+    return np.array([pick(rng, m, illegal_rate) if not m.all() else int(rng.integers(len(m))) for m in masks])
+
+
+def test_vector_env_is_sync_vector_env_of_the_single_env():
+    """The batched env gives exactly what ``SyncVectorEnv`` of the single env gives with
+    the same seeds and actions (2% illegal): observations, rewards (float64), terminations,
+    truncations and infos (masks, placements), across next-step autoresets; same seed,
+    same games."""
+    from gymnasium.utils.env_checker import data_equivalence
+
+    n = 3
+    kw = dict(num_players=4, seat=SEAT, opponents=list(OPPONENTS))
+    vec = cg.vector_env(n, **kw)
+    sync = gym.vector.SyncVectorEnv([lambda: cg.env(**kw) for _ in range(n)])
+    assert vec.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP == sync.metadata["autoreset_mode"]
+    assert vec.observation_space == sync.observation_space and vec.action_space == sync.action_space
+    assert vec.single_observation_space == sync.single_observation_space
+    with pytest.raises(RuntimeError, match="reset"):
+        vec.step(np.zeros(n, np.int64))
+    a, b = vec.reset(seed=11), sync.reset(seed=11)
+    assert data_equivalence(a, b, exact=True)
+    rng, ends, autoresets = np.random.default_rng(3), 0, 0
+    info = a[1]
+    for step in range(150):
+        actions = _actions(rng, info["action_mask"])
+        was_over = vec._autoreset.copy()
+        a, b = vec.step(actions), sync.step(actions)
+        for part, x, y in zip(("obs", "reward", "terminated", "truncated", "info"), a, b):
+            assert data_equivalence(x, y, exact=True), (step, part, x, y)
+        obs, reward, terminated, truncated, info = a
+        assert vec.observation_space.contains(obs) and reward.dtype == np.float64 and not truncated.any()
+        assert np.array_equal(vec.action_masks(), info["action_mask"].astype(bool))
+        assert not terminated[was_over].any() and not reward[was_over].any()  # the restarted games
+        ends, autoresets = ends + int(terminated.sum()), autoresets + int(was_over.sum())
+        for i in np.flatnonzero(terminated):
+            assert info["_placements"][i] and reward[i] == pytest.approx(1.0 if info["placements"][i][0] == SEAT else -1 / 3)
+    assert ends >= 5 and autoresets >= 4
+    again = cg.vector_env(n, **kw)
+    assert data_equivalence(again.reset(seed=11), vec.reset(seed=11), exact=True)
+    with pytest.raises(ValueError, match="one action per game"):
+        vec.step(np.zeros(n + 1, np.int64))
+    with pytest.raises(ValueError, match="outside"):
+        vec.step(np.full(n, 10_000))
+    with pytest.raises(ValueError, match="num_envs"):
+        cg.vector_env(0)
+    stats = gym.wrappers.vector.RecordEpisodeStatistics(vec)  # Gymnasium's vector wrappers read its autoreset mode
+    obs, info = stats.reset(seed=2)
+    while "episode" not in info:
+        obs, reward, terminated, truncated, info = stats.step(_actions(rng, info["action_mask"], 0.0))
+    ended = info["_episode"]
+    assert np.array_equal(info["episode"]["r"][ended], reward[ended]) and (info["episode"]["l"][ended] >= 1).all()
+
+
+def test_vector_env_passes_gymnasiums_environment_match_check():
+    """``gymnasium.utils.env_match.check_environments_match`` (sampled actions, resets with
+    the seed after every end) between the batched env and ``SyncVectorEnv``, and
+    ``gymnasium.make_vec`` by id builds the batched env (its vector entry point)."""
+    from gymnasium.utils.env_match import check_environments_match
+
+    kw = dict(num_players=4, seat=SEAT, opponents=list(OPPONENTS))
+    check_environments_match(cg.vector_env(1, **kw), gym.vector.SyncVectorEnv([lambda: cg.env(**kw)]),
+                             num_steps=60, seed=4)
+    made = gym.make_vec(cg.ENV_ID, num_envs=2, **kw)
+    assert isinstance(made.unwrapped, cg.CoupVectorEnv) and made.num_envs == 2
+    sync = gym.make_vec(cg.ENV_ID, num_envs=2, vectorization_mode="sync", **kw)
+    assert isinstance(sync, gym.vector.SyncVectorEnv)
+
+
+def test_gymnasium_module_prefixed_id_works_in_a_fresh_process():
+    """``gymnasium.make("coupjax.gymnasium:coupjax/Coup-v1")`` imports the module itself:
+    no ``import coupjax.gymnasium`` first (Gymnasium 1.x has no plugin entry points)."""
+    code = ("import sys, gymnasium; assert 'coupjax.gymnasium' not in sys.modules; "
+            "env = gymnasium.make('coupjax.gymnasium:coupjax/Coup-v1', num_players=3, seat=2, opponents='honest'); "
+            "vec = gymnasium.make_vec('coupjax.gymnasium:coupjax/Coup-v1', num_envs=4, num_players=3); "
+            "print(env.spec.id, type(env.unwrapped).__name__, env.unwrapped.opponents, type(vec).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["coupjax/Coup-v1", "CoupSeatEnv", "('honest',", "'honest')", "CoupVectorEnv"]
+
+
+@pytest.mark.slow
+def test_maskable_ppo_trains_on_the_env():
+    """sb3-contrib's ``MaskablePPO`` (the ``[sb3]`` extra, not in ``[dev]``) trains on the
+    single-seat env for 4,096 steps, reading ``action_masks()``; its masked choices are
+    then legal at every decision of 20 matches.  Quick twin:
+    test_gymnasium_action_masks_are_the_info_mask."""
+    pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra: pip install -e '.[sb3]' (it brings PyTorch)")
+    from sb3_contrib import MaskablePPO
+
+    env = cg.env(num_players=4, seat=0, opponents="random")
+    model = MaskablePPO("MlpPolicy", env, n_steps=512, batch_size=128, n_epochs=2, seed=0, verbose=1, device="cpu")
+    model.learn(total_timesteps=4096)
+    assert model.num_timesteps >= 4096
+    rewards = []
+    for g in range(20):
+        obs, info = env.reset(seed=1000 + g)
+        done = False
+        while not done:
+            mask = env.action_masks()
+            action, _ = model.predict(obs, action_masks=mask, deterministic=False)
+            assert mask[int(action)], (g, int(action))
+            obs, reward, done, _, info = env.step(int(action))
+        rewards.append(reward)
+    assert len(rewards) == 20 and all(r == 1.0 or r == pytest.approx(-1 / 3) for r in rewards)
+    print(f"MaskablePPO after {model.num_timesteps} steps: won {rewards.count(1.0)} of 20 matches against random")

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from coupjax import Env, testing
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.match import Match
 from coupjax.policies.advised import parse_arg
 from coupjax.policies.spec import PolicySpecError, describe_spec, resolve_policy
-from coupjax.tracker import advice as ADV
-from coupjax.web import advice as WA
+from coupjax.tracker import seat_report
+from coupjax.web import advice_text
 
 N = 4
 
@@ -58,7 +58,7 @@ def test_advised_keeps_the_base_where_the_advice_is_silent():
     base = np.asarray(jax.vmap(resolve_policy("honest", _env()))(keys, states))
     advised = np.asarray(jax.vmap(_jitted("advised:honest"))(keys, states))
     phase = np.asarray(states._phase)
-    own = (phase == R.PH_ACTION) | (phase == R.PH_LOSE) | (phase == R.PH_EXCHANGE)
+    own = (phase == rules.PH_ACTION) | (phase == rules.PH_LOSE) | (phase == rules.PH_EXCHANGE)
     assert own.any() and (~own).any()
     np.testing.assert_array_equal(advised[own], base[own])
 
@@ -81,21 +81,21 @@ def _played(spec: str, games: int, seat: int = 1):
                 a = int(np.argmax(logits))
             else:
                 a = int(rng.choice(np.flatnonzero(mask)))
-            m.play(R.action_name(a, me, N))
+            m.play(rules.action_name(a, me, N))
     return out
 
 
 def test_advised_plays_exactly_the_page_recommendation():
     covered = 0
     for state, logits in _played("advised:honest:all", games=2):
-        if int(state._phase) not in (R.PH_ACTION, R.PH_REACT, R.PH_ANSWER_BLOCK):
+        if int(state._phase) not in (rules.PH_ACTION, rules.PH_REACT, rules.PH_ANSWER_BLOCK):
             continue
-        page = WA.advice(state, 1, "balanced", use_search=False)
-        assert page == ADV.advice(state, 1, use_search=False)
+        page = advice_text.advice(state, 1, "balanced", use_search=False)
+        assert page == seat_report.advice(state, 1, use_search=False)
         rec = page["recommendation"]
         assert rec is not None
         # the policy's one action (the others floored at probability 1e-30) is the page's recommendation
-        assert int(np.argmax(logits)) == rec["action_id"], (R.PHASES[int(state._phase)], rec)
+        assert int(np.argmax(logits)) == rec["action_id"], (rules.PHASES[int(state._phase)], rec)
         assert np.ptp(np.sort(logits[np.isfinite(logits)])[-2:]) > 60 or np.isfinite(logits).sum() == 1
         covered += 1
     assert covered >= 10

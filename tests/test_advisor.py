@@ -10,19 +10,19 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import policies as P
-from coupjax.advice import action_ev as AE
-from coupjax.advice import challenge as A
-from coupjax.advice import explain as EX
-from coupjax.game import deal as POS
-from coupjax import rules as R
+from coupjax import policies
+from coupjax.advice import action_ev
+from coupjax.advice import challenge
+from coupjax.advice import explain
+from coupjax.game import deal
+from coupjax import rules
 from coupjax.match import Match, compiled
 from coupjax.seeds import REPORT_SEED, TUNING_SEEDS
 
 N = 4
 D, AS, C, AM, CO = range(5)
 CONFIG = Path(__file__).resolve().parent.parent / "configs" / "advisor.yaml"
-PRM = A.AdvisorParams()
+PRM = challenge.AdvisorParams()
 
 
 def _logit(p):
@@ -34,7 +34,7 @@ def _sigmoid(z):
 
 
 def advice(obs, belief="exact", style="balanced", params=PRM, calibrated=True):
-    return EX.challenge_advice(obs, N, belief, params, style, calibrated=calibrated)
+    return explain.challenge_advice(obs, N, belief, params, style, calibrated=calibrated)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def turn_one_tax():
 
 # ---------------------------------------------------------------- the constants
 def test_defaults_are_the_fitted_config():
-    loaded = A.load_params(CONFIG)
+    loaded = challenge.load_params(CONFIG)
     for f in PRM.__dataclass_fields__:
         np.testing.assert_allclose(np.asarray(getattr(PRM, f)), np.asarray(getattr(loaded, f)), atol=1e-6, err_msg=f)
     import yaml
@@ -60,7 +60,7 @@ def test_defaults_are_the_fitted_config():
 
 def test_bases_follow_the_value_model():
     a, c, v1, vl = PRM.alpha, PRM.coin, PRM.v_one, PRM.v_last
-    bases = A.context_bases(PRM)
+    bases = challenge.context_bases(PRM)
     g = a * (v1 + 3 * c)
     assert bases["tax"] == pytest.approx(g / (g + v1), abs=1e-6)
     g = a * (v1 + 2 * c) + 2 * c
@@ -86,7 +86,7 @@ def test_turn_one_tax_is_not_challenged(turn_one_tax):
     # calibration features on turn one: no challenges, turn 0, nothing revealed, the claimant has 2 cards,
     # 2 coins and has claimed one role (duke), the observer has 2 cards
     feats = np.array([0, 0, 0, 0, 0, 0, 0, 2 / 7, 1, 0, 0])
-    assert len(feats) == len(A.CAL_FEATURES)
+    assert len(feats) == len(challenge.CAL_FEATURES)
     cv_cal = _sigmoid(PRM.cv_cal_scale[0] * _logit(cv_raw) + PRM.cv_cal_shift[0] + feats @ np.array(PRM.cv_cal_weights))
     ex_cal = _sigmoid(PRM.cal_scale[0] * _logit(ex_raw) + PRM.cal_shift[0] + feats @ np.array(PRM.cal_weights))
     theta = PRM.alpha * (1 + 3 * PRM.coin) / (PRM.alpha * (1 + 3 * PRM.coin) + PRM.v_one)
@@ -112,7 +112,7 @@ def test_three_copies_accounted_for_is_impossible():
               revealed=[[], [], ["duke"], []])
     m.play("tax")  # a bluff: seat 1 holds two dukes and the third is revealed
     obs = np.asarray(m.state.observation)
-    for belief in A.BELIEFS:
+    for belief in challenge.BELIEFS:
         a = advice(obs, belief)
         assert a["impossible"] and a["p_truth"] == 0.0 and a["challenge"] and a["recommendation"] == "challenge"
         assert "impossible: all 3 dukes are accounted for (1 revealed, 2 in your hand" in a["explanation"]
@@ -127,7 +127,7 @@ def test_assassinated_with_one_card_left_challenges():
     m.play("assassinate:1")
     obs = np.asarray(m.state.observation)
     a = advice(obs, "exact")
-    assert a["kind_name"] == "assassinate" and A.CONTEXTS[a["context"]] == "assassinate_me"
+    assert a["kind_name"] == "assassinate" and challenge.CONTEXTS[a["context"]] == "assassinate_me"
     # L = 0: it dies whether it passes or loses the challenge, so theta -> theta_max
     assert a["theta"] == pytest.approx(0.99, abs=1e-6)
     assert a["adj_observer"] == pytest.approx(0.99 - a["base"], abs=1e-6)
@@ -151,7 +151,7 @@ def test_styles_shift_the_threshold(turn_one_tax):
     assert "style aggressive" in agg["explanation"] and "+0.0700" in agg["explanation"]
     # the table-state adjustments, on the threshold function itself
     f, t = jnp.array(False), jnp.array(True)
-    th = lambda me, cl, thr, style="balanced": A.threshold_parts(jnp.int32(0), me, cl, thr, 2, PRM, style)  # noqa: E731
+    th = lambda me, cl, thr, style="balanced": challenge.threshold_parts(jnp.int32(0), me, cl, thr, 2, PRM, style)  # noqa: E731
     assert float(th(t, f, f)["adj_observer"]) < 0  # (a) my last card: L grows
     assert float(th(f, t, f)["adj_claimant"]) > 0  # (b) catching it eliminates it: G grows
     assert float(th(f, f, t)["adj_threat"]) > 0  # (c) a coup next turn: G grows
@@ -182,7 +182,7 @@ def test_explanation_names_the_numbers(turn_one_tax):
     assert "0 of 3 dukes visible to you" in text
     assert "hand sizes: you 2, seat +1 2, seat +2 2, seat +3 2" in text
     assert "no coin threat" in text and "base" in text
-    assert "seat 0 claims duke" in EX.challenge_advice(turn_one_tax, N, observer_seat=1)["explanation"]
+    assert "seat 0 claims duke" in explain.challenge_advice(turn_one_tax, N, observer_seat=1)["explanation"]
     # a block decision: the actor answers
     m = Match(N, seed=4, hands=[["duke", "assassin"], ["captain", "contessa"], ["ambassador", "duke"],
                                 ["assassin", "captain"]])
@@ -199,36 +199,36 @@ def test_explanation_names_the_numbers(turn_one_tax):
 def test_recommend_action():
     env, _, _, position = compiled(N)
     hands = np.array([[D, AS], [C, CO], [AM, D], [AS, C]], np.int32)
-    deck = POS.deck_array([D, AM, CO, CO, AM, C, AS])
+    deck = deal.deck_array([D, AM, CO, CO, AM, C, AS])
     s = position(hands, deck, np.array([7, 2, 2, 5], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
-    f = jax.jit(lambda o, msk: AE.recommend_action(o, msk, N))
+    f = jax.jit(lambda o, msk: action_ev.recommend_action(o, msk, N))
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
     mask = np.asarray(s.legal_action_mask)
     main = mask & (env.layout.main_kind >= 0)
     assert np.isfinite(r["ev"][main]).all() and np.isneginf(r["ev"][~main]).all()
     assert mask[r["best"]]
-    assert R.action_name(int(r["best"]), 0, N) == "coup:3"  # 7 coins: coup the leader (5 coins)
-    text = EX.explain_action(r, N, observer_seat=0)
+    assert rules.action_name(int(r["best"]), 0, N) == "coup:3"  # 7 coins: coup the leader (5 coins)
+    text = explain.explain_action(r, N, observer_seat=0)
     assert text.startswith("best: coup:3") and "EV" in text
     # exchange is a bluff here (no ambassador) and is penalised
     assert r["bluff"][3] and not r["bluff"][2]
-    assert r["rejected_bluff"][3] and r["ev"][3] < -AE.REJECTED_BLUFF_PENALTY / 2
-    shown = next(part for part in EX.explain_action(r, N, observer_seat=0, top=20).split("; ")
+    assert r["rejected_bluff"][3] and r["ev"][3] < -action_ev.REJECTED_BLUFF_PENALTY / 2
+    shown = next(part for part in explain.explain_action(r, N, observer_seat=0, top=20).split("; ")
                  if part.startswith("exchange EV"))
     assert "(a bluff not worth its risk)" in shown
-    assert f"EV {r['ev'][3] + AE.REJECTED_BLUFF_PENALTY:+.2f} coins" in shown  # shown without the penalty
+    assert f"EV {r['ev'][3] + action_ev.REJECTED_BLUFF_PENALTY:+.2f} coins" in shown  # shown without the penalty
     # 3 coins and an assassin: assassinate beats income
     s = position(hands, deck, np.array([3, 2, 2, 2], np.int32), np.full((N, 2), -1, np.int32), 0, 0)
     r = jax.tree.map(np.asarray, f(s.observation, s.legal_action_mask))
-    assert R.action_name(int(r["best"]), 0, N).split(":")[0] in ("assassinate", "tax")
+    assert rules.action_name(int(r["best"]), 0, N).split(":")[0] in ("assassinate", "tax")
     assert r["ev"][env.layout.assassinate + 1] > r["ev"][0]
 
 
 # ---------------------------------------------------------------- belief_ev
 def test_belief_ev_is_registered_and_plays_legally():
     env = compiled(N)[0]
-    assert "belief_ev" in P.policy_names() and P.describe_policies()["belief_ev"].endswith(".")
-    pol = jax.jit(P.make_policy("belief_ev", env))
+    assert "belief_ev" in policies.policy_names() and policies.describe_policies()["belief_ev"].endswith(".")
+    pol = jax.jit(policies.make_policy("belief_ev", env))
     step = compiled(N)[2]
     key = jax.random.PRNGKey(0)
     phases = set()
@@ -246,13 +246,13 @@ def test_belief_ev_is_registered_and_plays_legally():
             phases.add(int(s._phase))
             s = step(s, np.int32(a), k2)
         assert bool(s.terminated)
-    assert {R.PH_ACTION, R.PH_REACT, R.PH_LOSE} <= phases
+    assert {rules.PH_ACTION, rules.PH_REACT, rules.PH_LOSE} <= phases
 
 
 def test_belief_ev_reads_only_its_observation():
     """Re-deal every card the acting seat cannot see: the logits stay the same."""
     env = compiled(N)[0]
-    pol = jax.jit(P.make_policy("belief_ev", env))
+    pol = jax.jit(policies.make_policy("belief_ev", env))
     m = Match(N, seed=5, hands=[["duke", "assassin"], ["captain", "contessa"], ["ambassador", "duke"],
                                 ["assassin", "captain"]], deck=["duke", "ambassador", "contessa", "contessa",
                                                                  "ambassador", "captain", "assassin"])
@@ -260,14 +260,14 @@ def test_belief_ev_reads_only_its_observation():
         m.play(name)
     s = m.state  # seat 1 stole from seat 0; seat 2 reacts
     me = int(s.current_player)
-    cards = [c for seat, h in enumerate(POS.hands(s)) if seat != me for c in h] + POS.deck_order(s)
+    cards = [c for seat, h in enumerate(deal.hands(s)) if seat != me for c in h] + deal.deck_order(s)
     rng = np.random.default_rng(0)
     for _ in range(3):
         perm = list(rng.permutation(cards))
         hands = []
-        for seat, h in enumerate(POS.hands(s)):
+        for seat, h in enumerate(deal.hands(s)):
             hands.append(h if seat == me else [perm.pop() for _ in h])
-        other = POS.replace_hidden(s, POS.hand_arrays(hands, N), POS.deck_array(perm))
+        other = deal.replace_hidden(s, deal.hand_arrays(hands, N), deal.deck_array(perm))
         np.testing.assert_array_equal(np.asarray(other.observation), np.asarray(s.observation))
         key = jax.random.PRNGKey(1)
         np.testing.assert_array_equal(np.asarray(pol(key, other)), np.asarray(pol(key, s)))
@@ -275,10 +275,10 @@ def test_belief_ev_reads_only_its_observation():
 
 # ---------------------------------------------------------------- advisor_quality
 def test_advisor_quality_small_run(tmp_path):
-    from evals import advisor_quality as AQ
+    from evals import advisor_quality
 
     out = tmp_path / "aq.json"
-    AQ.main(["--games-per-condition", "24", "--seed", "7", "--chunk", "24", "--out", str(out), "--quiet"])
+    advisor_quality.main(["--games-per-condition", "24", "--seed", "7", "--chunk", "24", "--out", str(out), "--quiet"])
     res = json.loads(out.read_text())
     keys = {"f1", "precision", "recall", "false_challenge_share", "missed_bluff_share", "brier", "ece", "claims",
             "games"}
@@ -296,7 +296,7 @@ def test_advisor_quality_small_run(tmp_path):
 def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
     """The evaluation and the seat table refuse tuning seeds; --fit and --tune accept only
     them; all before any game is played."""
-    from evals import advisor_quality as AQ
+    from evals import advisor_quality
 
     tuning, report = min(TUNING_SEEDS), REPORT_SEED
     for argv, said in ((["--seed", str(tuning)], "was used to tune"),
@@ -305,21 +305,21 @@ def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
                        (["--seat-table", "4", "--tune", "--seed", str(report)], "runs only on recorded tuning seeds"),
                        (["--tune", "--seed", str(tuning)], "--tune goes with --seat-table")):
         with pytest.raises(SystemExit) as err:
-            AQ.main(argv + ["--quiet"])
+            advisor_quality.main(argv + ["--quiet"])
         assert err.value.code == 2 and said in capsys.readouterr().err, argv
 
 
 @pytest.mark.slow
 def test_advisor_seat_table_is_the_arenas(tmp_path):
     """--seat-table: each pool policy and each belief_ev alpha variant in one seat of the
-    same tables against the pool (`coupjax.arena.play_tables`, the variants built).
+    same tables against the pool (`coupjax.seat_tables.play_tables`, the variants built).
     About 40 s on 2 CPU cores: the table compiles belief_ev twice.
     Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import OPPONENTS
-    from evals import advisor_quality as AQ
+    from evals import advisor_quality
 
     out = tmp_path / "st.json"
-    res = AQ.main(["--seat-table", "6", "--alphas", "0.5", "--seed", str(REPORT_SEED), "--out", str(out), "--quiet"])
+    res = advisor_quality.main(["--seat-table", "6", "--alphas", "0.5", "--seed", str(REPORT_SEED), "--out", str(out), "--quiet"])
     assert json.loads(out.read_text())["policies"].keys() == res["policies"].keys()
     assert list(res["policies"]) == [*OPPONENTS, "belief_ev[alpha=0.5]"]
     assert res["purpose"] == "report" and res["opponents"] == list(OPPONENTS)

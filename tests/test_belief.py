@@ -10,18 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax.beliefs import coupvisor as B
-from coupjax.game import deal as POS
+from coupjax.beliefs import coupvisor
+from coupjax.game import deal
 from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
-from coupjax.view import parse
+from coupjax.observation import parse
 from coupjax.match import Match, compiled
 
 D, A, C, M, T = range(5)  # duke assassin captain ambassador contessa
-DEFAULT = B.CoupVisorParams()
-_BELIEF = jax.jit(B.coupvisor_belief, static_argnums=1)
-_TRUTH = jax.jit(B.claim_truth_probabilities, static_argnums=1)
+DEFAULT = coupvisor.CoupVisorParams()
+_BELIEF = jax.jit(coupvisor.coupvisor_belief, static_argnums=1)
+_TRUTH = jax.jit(coupvisor.claim_truth_probabilities, static_argnums=1)
 _PARSE = jax.jit(parse, static_argnums=1)
-_IMPOSSIBLE = jax.jit(jax.vmap(B.hard_impossible, in_axes=(None, None, 0)), static_argnums=1)
+_IMPOSSIBLE = jax.jit(jax.vmap(coupvisor.hard_impossible, in_axes=(None, None, 0)), static_argnums=1)
 
 
 def belief(obs, n=4, params=DEFAULT):
@@ -76,13 +76,13 @@ def test_parse_observation_matches_the_state():
     for seat in range(4):
         p = jax.tree.map(np.asarray, _PARSE(observe(m, seat), 4))
         order = [(seat + k) % 4 for k in range(4)]
-        hands = POS.hands(m.state)
+        hands = deal.hands(m.state)
         assert p.own_cards.tolist() == hands[seat] + [-1] * (2 - len(hands[seat]))
         assert p.hidden.tolist() == [len(hands[s]) for s in order]
         claims = np.asarray(m.state._claims)[order]
         np.testing.assert_array_equal(p.claims, claims)
         assert int(p.exchanger) == (1 - seat) % 4
-        drawn = POS.drawn(m.state)
+        drawn = deal.drawn(m.state)
         assert p.drawn.sum() == (2 if seat == 1 else 0)
         assert int(p.other_drawn) == (0 if seat == 1 else 2)
         assert int(p.deck_size) == int(m.state._deck_size)
@@ -111,7 +111,7 @@ def test_turn_one_tax_pinned():
     rel = 3  # seat 0 seen from seat 1
     assert truth(before)[rel, D] == pytest.approx(TURN_ONE_TAX_BEFORE, abs=1e-6)
     assert truth(after)[rel, D] == pytest.approx(TURN_ONE_TAX_AFTER, abs=1e-6)
-    assert float(jax.jit(B.claim_truth_probability, static_argnums=1)(after, 4, rel, D)) == pytest.approx(
+    assert float(jax.jit(coupvisor.claim_truth_probability, static_argnums=1)(after, 4, rel, D)) == pytest.approx(
         TURN_ONE_TAX_AFTER, abs=1e-6)
     # by hand: seat 1 sees its captain and contessa (damp (2/3)**0.7), N = 13 unseen
     d = (2 / 3) ** 0.7
@@ -165,7 +165,7 @@ def test_repeated_claims_stay_bounded():
     o3[_seat_index(4, rel, "blocks", D)] = 30
     np.testing.assert_allclose(belief(o3), b, atol=1e-7)
     # without the cap, 30 claims crush every other role (CoupVisor cases E1/E4)
-    uncapped = B.CoupVisorParams(evidence_cap=float("inf"))
+    uncapped = coupvisor.CoupVisorParams(evidence_cap=float("inf"))
     assert belief(o, params=uncapped)[rel, A] < 1e-20
     assert np.isfinite(truth(o, params=uncapped)).all()
 
@@ -220,13 +220,13 @@ def test_jit_vmap_batch_and_single_trace():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def everything(x, seat, role, params):
-        return (jax.vmap(lambda o: B.coupvisor_belief(o, 4, params))(x),
-                jax.vmap(lambda o: B.claim_truth_probabilities(o, 4, params))(x),
-                jax.vmap(lambda o, s, r: B.claim_truth_probability(o, 4, s, r, params))(x, seat, role),
-                jax.vmap(lambda o, r: B.hard_impossible(o, 4, r))(x, role))
+        return (jax.vmap(lambda o: coupvisor.coupvisor_belief(o, 4, params))(x),
+                jax.vmap(lambda o: coupvisor.claim_truth_probabilities(o, 4, params))(x),
+                jax.vmap(lambda o, s, r: coupvisor.claim_truth_probability(o, 4, s, r, params))(x, seat, role),
+                jax.vmap(lambda o, r: coupvisor.hard_impossible(o, 4, r))(x, role))
 
     b, t, single, imp = everything(stack, seats, roles, DEFAULT)
-    everything(stack[::-1], seats, roles, B.CoupVisorParams(prior=0.3, damp_power=1.0))  # no retrace
+    everything(stack[::-1], seats, roles, coupvisor.CoupVisorParams(prior=0.3, damp_power=1.0))  # no retrace
     for i in (0, 7, len(obs) - 1):
         np.testing.assert_allclose(np.asarray(b[i]), belief(stack[i]), atol=1e-6)
         np.testing.assert_allclose(np.asarray(t[i]), truth(stack[i]), atol=1e-6)

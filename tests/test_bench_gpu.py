@@ -61,11 +61,11 @@ def test_runs_on_cpu_small_by_itself_and_writes_every_section(tmp_path):
 def test_a_failing_section_is_recorded_and_the_next_one_still_runs(tmp_path, monkeypatch):
     """The JSON is rewritten after every section: a section that raises leaves its error
     (and traceback) there, and the sections after it run and are written too."""
-    from evals import bench_gpu as BG
+    from evals import bench_gpu
 
     out = tmp_path / "cut.json"
     written_before_memory = []
-    memory = BG.SECTIONS["memory"]
+    memory = bench_gpu.SECTIONS["memory"]
 
     def broken_engine(plan, clock, report):
         raise RuntimeError("no engine today")
@@ -74,9 +74,9 @@ def test_a_failing_section_is_recorded_and_the_next_one_still_runs(tmp_path, mon
         written_before_memory.append(json.loads(out.read_text()))
         return memory(plan, clock, report)
 
-    monkeypatch.setitem(BG.SECTIONS, "engine", broken_engine)
-    monkeypatch.setitem(BG.SECTIONS, "memory", memory_after_the_failure)
-    report = BG.main(["--small", "--sections", "device,engine,memory", "--out", str(out)])
+    monkeypatch.setitem(bench_gpu.SECTIONS, "engine", broken_engine)
+    monkeypatch.setitem(bench_gpu.SECTIONS, "memory", memory_after_the_failure)
+    report = bench_gpu.main(["--small", "--sections", "device,engine,memory", "--out", str(out)])
     assert report["engine"]["error"] == "RuntimeError: no engine today"
     assert any("broken_engine" in line for line in report["engine"]["traceback"])
     assert "error" not in report["device"] and "error" not in report["memory"]
@@ -88,11 +88,11 @@ def test_a_failing_section_is_recorded_and_the_next_one_still_runs(tmp_path, mon
 
 
 def test_bad_arguments_get_one_line_errors(capsys):
-    from evals import bench_gpu as BG
+    from evals import bench_gpu
 
     for argv, text in ((["--sections", "engine,gpus"], "unknown ['gpus']"), (["--budget", "0"], "--budget")):
         with pytest.raises(SystemExit) as exc:
-            BG.main(argv)
+            bench_gpu.main(argv)
         err = capsys.readouterr().err
         assert exc.value.code == 2 and text in err and err.count("\n") == 1
 
@@ -118,8 +118,8 @@ OOM = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 123 bytes."
 def _fake_gpu(monkeypatch, bytes_limit, fail_at=None, error=OOM):
     """The engine section on a pretend GPU: `bench_batch` returns at once, its peak is
     100 bytes a game of the largest batch so far, and batch ``fail_at`` raises ``error``."""
-    from evals import bench_engine as BE
-    from evals import bench_gpu as BG
+    from evals import bench_engine
+    from evals import bench_gpu
 
     calls, peak = [], [0]
 
@@ -131,10 +131,10 @@ def _fake_gpu(monkeypatch, bytes_limit, fail_at=None, error=OOM):
         return {"batch": batch, "shards": shards, "steps": steps, "compile_s": 1.0, "live_steps_per_s": 1e6,
                 "autoreset_steps_per_s": 2e6, "autoreset_games_per_s": 6e4}
 
-    monkeypatch.setattr(BE, "bench_batch", bench_batch)
-    monkeypatch.setattr(BG, "memory_stats", lambda device=None: {"bytes_limit": bytes_limit, "bytes_in_use": 0,
+    monkeypatch.setattr(bench_engine, "bench_batch", bench_batch)
+    monkeypatch.setattr(bench_gpu, "memory_stats", lambda device=None: {"bytes_limit": bytes_limit, "bytes_in_use": 0,
                                                                  "peak_bytes_in_use": peak[0]})
-    return BG, dataclasses.replace(BG.FULL, python_chunk_s=0.01), calls
+    return bench_gpu, dataclasses.replace(bench_gpu.FULL, python_chunk_s=0.01), calls
 
 
 def test_the_engine_section_skips_what_would_not_fit_on_a_gpu(monkeypatch):
@@ -144,8 +144,8 @@ def test_the_engine_section_skips_what_would_not_fit_on_a_gpu(monkeypatch):
     device's peak is the largest batch's); a size past the section's time is skipped."""
     import time
 
-    BG, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=1048576)
-    out = BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
+    bench_gpu, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=1048576)
+    out = bench_gpu.section_engine(plan, bench_gpu.Section(60, time.perf_counter() + 60), {})
     assert calls == [4096, 65536, 1048576, 16384, 262144]
     assert [r["batch"] for r in out["batches"]] == [4096, 16384, 65536, 262144]
     assert out["skipped"][0]["batch"] == 1048576 and "did not fit: RESOURCE_EXHAUSTED" in out["skipped"][0]["why"]
@@ -153,17 +153,17 @@ def test_the_engine_section_skips_what_would_not_fit_on_a_gpu(monkeypatch):
         4096: 100.0, 16384: None, 65536: 100.0, 262144: 100.0}
     assert all(r["ratio_live"] > 0 for r in out["batches"])
 
-    BG, plan, calls = _fake_gpu(monkeypatch, 30_000_000)  # 1M games x 100 B > 90% of 30 MB
-    out = BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
+    bench_gpu, plan, calls = _fake_gpu(monkeypatch, 30_000_000)  # 1M games x 100 B > 90% of 30 MB
+    out = bench_gpu.section_engine(plan, bench_gpu.Section(60, time.perf_counter() + 60), {})
     assert calls == [4096, 65536, 16384, 262144] and "would not fit" in out["skipped"][0]["why"]
 
-    BG, plan, calls = _fake_gpu(monkeypatch, 10**10)  # 1 s compiles, half a second's budget
-    out = BG.section_engine(plan, BG.Section(0.5, time.perf_counter() + 60), {})
+    bench_gpu, plan, calls = _fake_gpu(monkeypatch, 10**10)  # 1 s compiles, half a second's budget
+    out = bench_gpu.section_engine(plan, bench_gpu.Section(0.5, time.perf_counter() + 60), {})
     assert calls == [4096] and all("overrun" in s["why"] for s in out["skipped"]) and len(out["skipped"]) == 4
 
-    BG, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=65536, error="INTERNAL: a driver error")
+    bench_gpu, plan, calls = _fake_gpu(monkeypatch, 10**10, fail_at=65536, error="INTERNAL: a driver error")
     with pytest.raises(RuntimeError, match="a driver error"):  # any other error fails the section
-        BG.section_engine(plan, BG.Section(60, time.perf_counter() + 60), {})
+        bench_gpu.section_engine(plan, bench_gpu.Section(60, time.perf_counter() + 60), {})
 
 
 def test_imports_only_jax_stack_at_the_top():

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from coupjax import cli
-from coupjax.arena import summarize
+from coupjax.seat_tables import summarize
 from coupjax.botarena import Arena, ArenaError, parse_bot, parse_policy, process, protocol, seatings
 from coupjax.events import event_to_dict, last_event
 from coupjax.match import Match
@@ -87,7 +87,7 @@ def _random_match(seed, max_steps=400):
 
 
 def test_readable_observation_agrees_with_the_table():
-    """Every seat's readable observation (parsed by coupjax.view.parse, seats made
+    """Every seat's readable observation (parsed by coupjax.observation.parse, seats made
     absolute) says what the Match says: coins, hidden and revealed cards, own cards,
     the pending action; only the seat's own cards are in it."""
     observe, checked = jax.jit(Match(4).env.observe), 0
@@ -314,3 +314,72 @@ def test_hundred_match_tournament(tmp_path, export_dir):
     (tmp_path / "t" / "results.json").write_text(json.dumps(report, indent=2))
     print(json.dumps({k: {x: v[x] for x in ("matches", "win_rate", "mean_placement", "forfeits")}
                       for k, v in report["results"].items()}, indent=1), json.dumps(report["figures"]))
+
+
+def _bots_to_try(tmp_path) -> dict:
+    """Every bot of ``examples/bots/`` (a Node.js one where node is installed), every
+    ``--bot NAME="COMMAND"`` docs/bots.md names and every ``python bot`` block it shows."""
+    import re
+
+    bots = {}
+    for path in sorted((ROOT / "examples" / "bots").iterdir()):
+        if path.suffix == ".py":
+            bots[f"ex_{path.stem}"] = f"{PY} {path}"
+        elif path.suffix == ".js" and shutil.which("node"):
+            bots[f"ex_{path.stem}"] = f"node {path}"
+    doc = (ROOT / "docs" / "bots.md").read_text()
+    blocks = re.findall(r"```python bot\n(.*?)```", doc, re.S)
+    named = dict(re.findall(r"saved as `(\w+\.py)`.*?```python bot\n(.*?)```", doc, re.S))  # the file it is saved as
+    for k, block in enumerate(blocks):
+        name = next((file for file, code in named.items() if code == block), f"doc_bot_{k}.py")
+        (tmp_path / name).write_text(block)
+        bots[f"doc_block{k}"] = f"{PY} {tmp_path / name}"
+    for name, command in re.findall(r'--bot (\w+)="([^"]+)"', doc):
+        argv = [PY if a == "python" else str(ROOT / a) if (ROOT / a).is_file() else
+                str(tmp_path / a) if (tmp_path / a).is_file() else a for a in command.split()]
+        if argv[0] != "node" or shutil.which("node"):
+            bots[f"doc_{name}"] = " ".join(argv)
+    return bots
+
+
+def test_every_example_bot_and_every_bot_in_the_doc_plays_without_a_forfeit(tmp_path):
+    """Each bot of examples/bots/ and of docs/bots.md (its commands and its code blocks)
+    plays small 2-player matches against ``random`` in the arena: every match ends, no
+    decision forfeits, and every bot played."""
+    bots = _bots_to_try(tmp_path)
+    assert {"ex_simple_bot", "doc_simple", "doc_first", "doc_block0"} <= set(bots), sorted(bots)
+    entrants = [parse_bot(f"{name}={command}") for name, command in bots.items()] + [parse_policy("random")]
+    arena = Arena(entrants, 2, move_timeout=30, save_dir=tmp_path / "a", seed=5)
+    arena.warm_up()
+    report = arena.play(2 * len(entrants), concurrency=4)
+    arena.close()
+    assert not report["forfeits"], report["forfeits"][:3]
+    for name in bots:
+        assert report["results"][name]["matches"] >= 1, name
+    for row in report["match_list"]:
+        assert sorted(row["placements"]) == [0, 1] and all(v == 0 for v in row["bot_exit_status"].values()), row
+
+
+@pytest.mark.parametrize("width", [80, 240])
+def test_results_table_keeps_every_figure_whole_in_a_narrow_terminal(width):
+    """The figures keep their width (the interval once read ``0.193-0.6…`` at 80 columns);
+    names and forfeits fold onto more lines, never cut."""
+    import io
+
+    from rich.console import Console
+
+    from coupjax.botarena import results_table
+
+    report = {"matches": 8, "players": 4, "seed": 11,
+              "entrants": {"belief_ev": {"kind": "policy"}, "a_long_entrant_name": {"kind": "bot"}},
+              "results": {"belief_ev": {"matches": 8, "win_rate": 0.5, "ci95_low": 0.193, "ci95_high": 0.607,
+                                        "mean_placement": 2.1, "forfeits": {"timeout": 0}},
+                          "a_long_entrant_name": {"matches": 8, "win_rate": 0.25, "ci95_low": 0.071, "ci95_high": 0.591,
+                                                  "mean_placement": 2.9,
+                                                  "forfeits": {"timeout": 3, "garbage": 2, "illegal": 1}}}}
+    buffer = io.StringIO()
+    Console(file=buffer, width=width).print(results_table(report))
+    text = buffer.getvalue()
+    assert "…" not in text and all(len(line) <= width for line in text.splitlines())
+    for figure in ("0.193-0.607", "0.071-0.591", "0.500", "2.90", "win rate", "95% CI", "mean place"):
+        assert figure in text, (width, figure, text)

@@ -16,16 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import seeds as S
+from coupjax import seeds
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
-from evals import compare as C
+from evals import compare
 from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 
-GAMES, SEEDS = 150, [7, S.HELD_OUT_SEEDS[0]]  # pytest keeps the held-out look out of the ledger
+GAMES, SEEDS = 150, [7, seeds.HELD_OUT_SEEDS[0]]  # pytest keeps the held-out look out of the ledger
 RESAMPLED = "tests.test_compare:honest_resampled"
 
 
@@ -45,7 +45,7 @@ def honest_resampled(env):
 @pytest.fixture(scope="module")
 def paired():
     """honest (A) and, on the same tables, random and honest_resampled (B's two units)."""
-    return C.play_paired(Env(4), ["honest"], ["random", RESAMPLED], GAMES, SEEDS, None, batch=128)
+    return compare.play_paired(Env(4), ["honest"], ["random", RESAMPLED], GAMES, SEEDS, None, batch=128)
 
 
 def test_a_planted_difference_is_found(paired):
@@ -78,8 +78,8 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
     """B names two training-seed units (random and honest_resampled, far apart): the
     interval counts that spread, much wider than honest vs random alone."""
     ledger, out = tmp_path / "ledger.jsonl", tmp_path / "cmp.json"
-    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
-    res = C.main(["--a", "honest", "--b", f"random,{RESAMPLED}", "--games", str(GAMES),
+    monkeypatch.setenv(seeds.LEDGER_ENV, str(ledger))
+    res = compare.main(["--a", "honest", "--b", f"random,{RESAMPLED}", "--games", str(GAMES),
                   "--seeds", *map(str, SEEDS), "--boot", "500", "--comparisons", "3", "--batch", "128",
                   "--out", str(out)])
     kept = json.loads(out.read_text())
@@ -93,11 +93,11 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
     low, high = kept["ci_corrected_low"], kept["ci_corrected_high"]
     assert kept["verdict"] == ("A beats B" if low > 0 else "B beats A" if high < 0 else "no significant difference")
     assert kept["verdict"] in capsys.readouterr().out
-    assert [(e["seed"], e["report"]) for e in S.read_ledger(ledger)] == [(SEEDS[1], C.PROG)]
+    assert [(e["seed"], e["report"]) for e in seeds.read_ledger(ledger)] == [(SEEDS[1], compare.PROG)]
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--a", "honest", "--b", "random", "--games", "10", "--seeds", str(min(S.TUNING_SEEDS))], "used to tune"),
+    (["--a", "honest", "--b", "random", "--games", "10", "--seeds", str(min(seeds.TUNING_SEEDS))], "used to tune"),
     (["--a", "honest", "--b", "random", "--games", "0"], "must be a positive integer"),
     (["--a", "honest", "--b", "no_such_policy", "--games", "10"], "no_such_policy"),
     (["--a", "honest", "--b", "no/such/runs_*", "--games", "10"], "matches nothing"),
@@ -108,26 +108,26 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
 ])
 def test_bad_input_is_one_line_and_status_2_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
-    monkeypatch.setattr(C, "compare", lambda *a, **k: pytest.fail("work started on bad input"))
+    monkeypatch.setenv(seeds.LEDGER_ENV, str(ledger))
+    monkeypatch.setattr(compare, "compare", lambda *a, **k: pytest.fail("work started on bad input"))
     with pytest.raises(SystemExit) as err:
-        C.main([*argv, "--seeds", str(S.HELD_OUT_SEEDS[5])] if "--seeds" not in argv else argv)
+        compare.main([*argv, "--seeds", str(seeds.HELD_OUT_SEEDS[5])] if "--seeds" not in argv else argv)
     assert err.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and lines[0].startswith(C.PROG)
+    assert len(lines) == 1 and message in lines[0] and lines[0].startswith(compare.PROG)
     assert not ledger.exists()  # a run refused is no look at a held-out seed
 
 
 def test_the_other_seats_come_from_the_condition_or_the_opponent_spec():
-    seats, opp, specs = C.condition_tables(400, 4, 7, None)
+    seats, opp, specs = compare.condition_tables(400, 4, 7, None)
     assert specs == list(SCRIPTED_NAMES) and opp.shape == (400, 3) and set(np.unique(seats)) == {0, 1, 2, 3}
     share = np.bincount(opp.ravel(), minlength=len(specs)) / opp.size
     assert share[specs.index("aggressive")] > share[specs.index("honest")]  # aggressive_heavy, the default
-    same = C.condition_tables(400, 4, 7, C.DEFAULT_CONDITION)
+    same = compare.condition_tables(400, 4, 7, compare.DEFAULT_CONDITION)
     assert np.array_equal(same[0], seats) and np.array_equal(same[1], opp)
-    other = C.condition_tables(400, 4, 7, "honest_heavy")[1]
+    other = compare.condition_tables(400, 4, 7, "honest_heavy")[1]
     assert (np.bincount(other.ravel(), minlength=5) / other.size)[specs.index("honest")] > 0.3
-    h_seats, h_opp, h_specs = C.condition_tables(400, 4, 7, "belief_ev")
+    h_seats, h_opp, h_specs = compare.condition_tables(400, 4, 7, "belief_ev")
     assert h_specs == ["belief_ev"] and not h_opp.any() and np.array_equal(h_seats, seats)
 
 
@@ -135,9 +135,9 @@ def test_a_spec_of_several_runs_is_several_units(tmp_path, monkeypatch):
     for name in ("sp_s2", "sp_s1", "other"):
         (tmp_path / name).mkdir()
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(C, "describe_spec", lambda spec: "path")
-    assert C.expand_spec("sp_s*") == ["sp_s1", "sp_s2"]
-    assert C.expand_spec("sp_s2, other") == ["sp_s2", "other"]
+    monkeypatch.setattr(compare, "describe_spec", lambda spec: "path")
+    assert compare.expand_spec("sp_s*") == ["sp_s1", "sp_s2"]
+    assert compare.expand_spec("sp_s2, other") == ["sp_s2", "other"]
 
 
 # ------------------------------------------------------------------ the statistics
@@ -187,7 +187,7 @@ def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monke
     for name in ("br_s1", "br_s2"):
         shutil.copytree(ROOT / "evals" / "reference" / "dqn" / "export", tmp_path / name)
     monkeypatch.chdir(tmp_path)
-    out = C.compare(Env(4), "honest", "br_s*", 40, [7], n_boot=200, batch=64)
+    out = compare.compare(Env(4), "honest", "br_s*", 40, [7], n_boot=200, batch=64)
     assert out["units_b"] == ["br_s1", "br_s2"]
     assert out["per_unit"]["b"]["br_s1"] == out["per_unit"]["b"]["br_s2"]
     assert out["ci95_low"] <= out["diff"] <= out["ci95_high"]

@@ -24,15 +24,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import last_event
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import compiled
 from tests.play import stalling_choice
 from tests.reference_model import DrawMismatch, RefGame
 
-ROLE = R.ROLES
+ROLE = rules.ROLES
 
 
 class Row:
@@ -52,16 +52,16 @@ def _names(ids):
 
 def hidden_differs(g: RefGame, row: Row) -> str | None:
     """What of the hidden cards differs between the model and the engine (None: nothing)."""
-    hands = [_names(h) for h in P.hands(row)]
+    hands = [_names(h) for h in deal.hands(row)]
     if g.hands != hands:
         return f"hands: model {g.hands}, engine {hands}"
-    drawn = _names(P.drawn(row))
+    drawn = _names(deal.drawn(row))
     if g.drawn != drawn:
         return f"drawn: model {g.drawn}, engine {drawn}"
-    shuffled = P.deck_shuffled(row)
+    shuffled = deal.deck_shuffled(row)
     if g.shuffled != shuffled:
         return f"deck shuffled: model {g.shuffled}, engine {shuffled}"
-    deck = _names(P.deck_order(row))
+    deck = _names(deal.deck_order(row))
     if collections.Counter(g.deck) != collections.Counter(deck):
         return f"deck cards: model {sorted(g.deck)}, engine {sorted(deck)}"
     if not shuffled and g.deck != deck:
@@ -78,7 +78,7 @@ def engine_draws(ev, i) -> list[str]:
 
 def explicit_position(rng: random.Random, n: int) -> dict:
     """A random position as `make_position` and `RefGame` take it (role names)."""
-    cards = [r for r in ROLE for _ in range(R.COPIES_PER_ROLE)]
+    cards = [r for r in ROLE for _ in range(rules.COPIES_PER_ROLE)]
     rng.shuffle(cards)
     hands = [cards[2 * s: 2 * s + 2] for s in range(n)]
     revealed = [[] for _ in range(n)]
@@ -103,10 +103,10 @@ def initial_states(num_players: int, num_games: int, seed: int, explicit_share: 
     rng = random.Random(seed)
     explicit = [i < explicit_share * num_games for i in range(num_games)]
     positions = [explicit_position(rng, n) for _ in range(num_games)]
-    ids = lambda rows: P.hand_arrays([[ROLE.index(c) for c in r] for r in rows], n)  # noqa: E731
-    made = jax.device_get(jax.jit(jax.vmap(lambda *a: P.make_position(n, *a, deck_shuffled=False)))(
+    ids = lambda rows: deal.hand_arrays([[ROLE.index(c) for c in r] for r in rows], n)  # noqa: E731
+    made = jax.device_get(jax.jit(jax.vmap(lambda *a: deal.make_position(n, *a, deck_shuffled=False)))(
         np.stack([ids(p["hands"]) for p in positions]),
-        np.stack([P.deck_array([ROLE.index(c) for c in p["deck"]]) for p in positions]),
+        np.stack([deal.deck_array([ROLE.index(c) for c in p["deck"]]) for p in positions]),
         np.asarray([p["coins"] for p in positions], np.int32),
         np.stack([ids(p["revealed"]) for p in positions]),
         np.asarray([p["current_player"] for p in positions], np.int32),
@@ -120,7 +120,7 @@ def initial_states(num_players: int, num_games: int, seed: int, explicit_share: 
             games.append(RefGame(n, seed=model_seed, **positions[i]))
         else:  # the deal is random: the model copies its cards (its deck counts as shuffled)
             row = Row(dealt, i)
-            games.append(RefGame(n, hands=[_names(h) for h in P.hands(row)], deck=_names(P.deck_order(row)),
+            games.append(RefGame(n, hands=[_names(h) for h in deal.hands(row)], deck=_names(deal.deck_order(row)),
                                  seed=model_seed, deck_shuffled=True))
     return jax.device_put(state), games, explicit
 
@@ -136,8 +136,8 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
         state = jax.vmap(env.step)(state, actions, jax.random.split(jax.random.fold_in(key, t), num_games))
         return state, jax.vmap(env.placements)(state)
 
-    names = [[R.action_name(a, seat, n) for a in range(A)] for seat in range(n)]
-    every_name = R.all_protocol_names(n)
+    names = [[rules.action_name(a, seat, n) for a in range(A)] for seat in range(n)]
+    every_name = rules.all_protocol_names(n)
     state, games, explicit = initial_states(n, num_games, seed, explicit_share)
     st = jax.device_get(state)
     rngs = [random.Random(seed * 7919 + i) for i in range(num_games)]
@@ -162,7 +162,7 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
             else:
                 name = rng.choice(legal)
             chosen[i] = name
-            actions[i] = R.action_id(name, g.current_player, n)
+            actions[i] = rules.action_id(name, g.current_player, n)
         state, places = step(state, jnp.asarray(actions), t)
         t += 1
         st, places = jax.device_get((state, places))
@@ -182,16 +182,16 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
             stats["ordered_draws"] += len(draws) if not was_shuffled and not g.shuffled else 0
             assert (diff := hidden_differs(g, row)) is None, f"{where}: {diff}"
             assert g.done == bool(row.terminated), where
-            assert g.coins == P.coins(row), where
-            assert g.revealed == [_names(r) for r in P.revealed(row)], where
+            assert g.coins == deal.coins(row), where
+            assert g.revealed == [_names(r) for r in deal.revealed(row)], where
             if g.done:
                 assert g.placements == [int(s) for s in places[i]], where
                 assert g.winner == int(places[i][0]), where
                 assert row.rewards[g.winner] == 1.0, where
-                stats["capped"] += int(g.turn >= R.TURN_CAP)
+                stats["capped"] += int(g.turn >= rules.TURN_CAP)
                 continue
             assert g.turn == int(board.turn(row)), where
-            assert g.phase == R.PHASES[int(board.phase(row))], where
+            assert g.phase == rules.PHASES[int(board.phase(row))], where
             assert g.current_player == int(row.current_player), where
             engine_legal = sorted(names[g.current_player][a] for a in np.flatnonzero(row.legal_action_mask))
             assert g.legal_actions() == engine_legal, where

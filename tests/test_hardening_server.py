@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from coupjax.web import app as web_app
-from coupjax.web import table as web_table
+from coupjax.web import table
 from coupjax.web.app import HEADER, create_app
 
 BASE = "http://127.0.0.1"
@@ -94,14 +94,14 @@ def test_a_checkpoint_under_the_policies_folder_is_an_opponent(world, client):
     import jax
 
     from coupjax.env import Env
-    from training import checkpoint as C
+    from training import checkpoint
     from training.networks import init_params, make_network
 
     games, policies, _ = world
     env = Env(2)
     path = policies / "mine" / "tiny"
     params = init_params(make_network(env, (8,)), jax.random.PRNGKey(0), env.observation_shape[0])
-    C.write_export(path, params, kind="dqn", num_players=2, hidden_sizes=(8,), obs_dim=env.observation_shape[0],
+    checkpoint.write_export(path, params, kind="dqn", num_players=2, hidden_sizes=(8,), obs_dim=env.observation_shape[0],
                    num_actions=env.num_actions, temperature=0.0, config={})
     assert "mine/tiny" in client.get("/api/info").json()["checkpoints"]
     r = client.post("/api/practice", json={"num_players": 2, "seat": 1, "opponents": "mine/tiny", "seed": 3})
@@ -248,8 +248,8 @@ def test_what_a_game_and_the_server_keep_is_bounded(world, client, monkeypatch):
     """Refused entries kept per game stop at MAX_WARNINGS; games in memory at MAX_GAMES
     (a game dropped from memory is read back from disk)."""
     meta = {"warnings": [{"id": k, "status": "open" if k % 2 else "dismissed"} for k in range(1, 71)]}
-    web_table.bound_warnings(meta)
-    assert len(meta["warnings"]) == web_table.MAX_WARNINGS and meta["warnings_dropped"] == 20
+    table.bound_warnings(meta)
+    assert len(meta["warnings"]) == table.MAX_WARNINGS and meta["warnings_dropped"] == 20
     kept = meta["warnings"]  # the settled ones went first, oldest first
     assert sum(w["status"] == "open" for w in kept) == 35 and min(w["id"] for w in kept if w["status"] != "open") == 42
     games, _, _ = world

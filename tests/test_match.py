@@ -15,14 +15,14 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import (EVENT_KEYS, FieldError, check_event, event_fields, event_from_dict, event_to_dict,
                             last_event)
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import FORMAT_VERSION, Match, ReplayError
 from tests.play import stalling_choice
 
-D, A, CA, AM, CO = R.ROLES
+D, A, CA, AM, CO = rules.ROLES
 
 
 # ---------------------------------------------------------------- playing
@@ -43,7 +43,7 @@ def _eager(rng, m, legal):
 
 def play_out(m: Match, seed: int, style=_eager, illegal_rate=0.02) -> Match:
     rng = random.Random(seed)
-    every = R.all_protocol_names(m.num_players)
+    every = rules.all_protocol_names(m.num_players)
     while not m.done:
         legal = m.legal_actions()
         if rng.random() < illegal_rate:
@@ -66,9 +66,9 @@ def replay_differs(m: Match, path) -> str | None:
     except ValueError as err:
         return f"load failed: {err}"
     for what, x, y in (("events", r.events, m.events), ("hands", r.hands, m.hands), ("deck", r.deck, m.deck),
-                       ("drawn", r.drawn, m.drawn), ("coins", P.coins(r.state), P.coins(m.state)),
+                       ("drawn", r.drawn, m.drawn), ("coins", deal.coins(r.state), deal.coins(m.state)),
                        ("revealed", r.revealed, m.revealed), ("placements", r.placements(), m.placements()),
-                       ("deck_shuffled", P.deck_shuffled(r.state), P.deck_shuffled(m.state)),
+                       ("deck_shuffled", deal.deck_shuffled(r.state), deal.deck_shuffled(m.state)),
                        ("view", r.view(), m.view())):
         if x != y:
             return what
@@ -102,7 +102,7 @@ def test_seeded_matches_replay_exactly(n, tmp_path):
     assert sum(map(_early_exchange, events)) >= 2
     assert any(e["redraw"] for ev in events for e in ev)
     assert any(e["forfeit"] for ev in events for e in ev)
-    assert matches[-1].view()["turn"] == R.TURN_CAP and matches[-1].done  # capped
+    assert matches[-1].view()["turn"] == rules.TURN_CAP and matches[-1].done  # capped
     bad = [(i, d) for i, m in enumerate(matches) if (d := replay_differs(m, tmp_path / f"{i}.jsonl"))]
     assert not bad, f"{len(bad)} of {len(matches)} matches at {n} players do not replay: {bad}"
 
@@ -112,14 +112,14 @@ def test_explicit_matches_replay_exactly(shuffled, tmp_path):
     for s in range(6):
         n = 2 + s % 5
         rng = random.Random(s)
-        cards = [r for r in R.ROLES for _ in range(3)]
+        cards = [r for r in rules.ROLES for _ in range(3)]
         rng.shuffle(cards)
         hands = [cards[2 * i: 2 * i + 2] for i in range(n)]
         revealed = [[] for _ in range(n)]
         hands[n - 1], revealed[n - 1] = hands[n - 1][:1], hands[n - 1][1:]  # one seat down to one card
         m = Match(n, seed=s, hands=hands, deck=cards[2 * n:], revealed=revealed, coins=[s % 4 + 1] * n,
                   current_player=s % (n - 1), turn=150 if s % 2 else 0, deck_shuffled=shuffled)
-        assert P.deck_shuffled(m.state) is shuffled
+        assert deal.deck_shuffled(m.state) is shuffled
         play_out(m, seed=s, style=_stalling if s % 2 else _eager)
         assert replay_differs(m, tmp_path / f"{s}.jsonl") is None
 

@@ -68,7 +68,7 @@ BASE_CHECKS = BASE_INSTALL + textwrap.dedent("""
     attempt("import coupjax", lambda: importlib.import_module("coupjax"))
     attempt("base names", lambda: exec("from coupjax import Env, Match, State, Event, rules, load_policy, "
                                        "observation_layout"))
-    for module in ("coupjax.arena", "evals.seat_table", "training.train", "coupjax.cli"):
+    for module in ("coupjax.seat_tables", "evals.seat_table", "training.train", "coupjax.cli"):
         attempt(module, lambda module=module: importlib.import_module(module))
     for module in ("coupjax.gymnasium", "coupjax.pettingzoo"):
         attempt(module, lambda module=module: importlib.import_module(module))
@@ -101,7 +101,7 @@ def test_base_install_imports_coupjax_and_its_engine_names(base_install):
     assert base_install["base names"] == "ok"
 
 
-@pytest.mark.parametrize("module", ["coupjax.arena", "evals.seat_table", "training.train", "coupjax.cli"])
+@pytest.mark.parametrize("module", ["coupjax.seat_tables", "evals.seat_table", "training.train", "coupjax.cli"])
 def test_base_install_runs_the_main_job_and_its_evaluation(base_install, module):
     """`python -m coupjax` trains and then plays the seat table: nothing there needs an extra."""
     assert base_install[module] == "ok"

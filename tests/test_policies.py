@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import arena, testing
-from coupjax import policies as P
-from coupjax import rules as R
+from coupjax import seat_tables, testing
+from coupjax import policies
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.game import board
 from coupjax.match import compiled
@@ -38,7 +38,7 @@ def env():
 def positions4(env):
     """(mid-game positions of every phase, their scrambled copies)."""
     states = testing.sample_positions(env, 256, seed=3)
-    assert set(np.asarray(board.phase(states)).tolist()) == set(range(R.NUM_PHASES))
+    assert set(np.asarray(board.phase(states)).tolist()) == set(range(rules.NUM_PHASES))
     return states, testing.scramble_positions(states, seed=4)
 
 
@@ -56,11 +56,11 @@ def test_scramble_changes_what_is_unseen_and_nothing_else(positions4):
         size = np.asarray(s._deck_size)[:, None]
         deck = np.where(np.arange(15) < size, np.asarray(s._deck), -1)
         cards = np.concatenate([np.asarray(s._hands).reshape(len(p), -1), deck, np.asarray(s._drawn)], axis=1)
-        return np.stack([(cards == r).sum(1) for r in range(R.NUM_ROLES)], 1)
+        return np.stack([(cards == r).sum(1) for r in range(rules.NUM_ROLES)], 1)
 
     np.testing.assert_array_equal(counts(states), counts(scrambled))
     ev0, ev1 = states._event, scrambled._event
-    kept = (np.asarray(ev0.phase) == R.PH_EXCHANGE) & (np.asarray(ev0.seat) != p)  # another seat's keep
+    kept = (np.asarray(ev0.phase) == rules.PH_EXCHANGE) & (np.asarray(ev0.seat) != p)  # another seat's keep
     assert kept.sum() >= 5, "too few positions follow another seat's exchange choice"
     assert (np.asarray(ev0.action) != np.asarray(ev1.action))[kept].mean() > 0.5
     revealed = (np.asarray(ev0.reveal_index) >= 0) & (np.asarray(ev0.reveal_seat) != p[:, None])
@@ -76,13 +76,13 @@ SEARCH_MODES = ("thompson", "expected", "regularized")
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SEARCH_MODES else n
-                                  for n in P.policy_names() if n != "selfplay_search"])
+                                  for n in policies.policy_names() if n != "selfplay_search"])
 def test_registered_policy_passes_check_policy(env, positions4, name):
     """Every registered policy at its default settings.  Quick twin of the search modes:
     test_search_with_other_options_passes_check_policy (each mode at a small budget)."""
     states, scrambled = positions4
-    report = testing.check_policy(P.make_policy(name, env), env, states, scrambled)
-    assert report["positions"] == 256 and len(report["phases"]) == R.NUM_PHASES
+    report = testing.check_policy(policies.make_policy(name, env), env, states, scrambled)
+    assert report["positions"] == 256 and len(report["phases"]) == rules.NUM_PHASES
 
 
 @pytest.mark.parametrize("mode, options", [
@@ -94,21 +94,24 @@ def test_registered_policy_passes_check_policy(env, positions4, name):
                          max_rollout_steps=6)),
 ])
 def test_search_with_other_options_passes_check_policy(env, positions4, mode, options):
+    """Each search mode at a small budget: legal logits, no leak.  The one-compilation
+    check (a second compilation of the search costs a minute here) runs for one mode:
+    the modes share the code that is traced."""
     states, scrambled = positions4
     few = jax.tree.map(lambda x: x[:48], states), jax.tree.map(lambda x: x[:48], scrambled)
-    testing.check_policy(P.make_policy(mode, env, **options), env, *few)
+    testing.check_policy(policies.make_policy(mode, env, **options), env, *few, check_traces=mode == "expected")
 
 
 def test_exported_policy_passes_check_policy(env, positions4, tmp_path):
-    from training import checkpoint as C
+    from training import checkpoint
     from training.networks import init_params, make_network
 
     params = init_params(make_network(env, (16,)), jax.random.PRNGKey(0), env.observation_shape[0])
     for kind, temperature in (("dqn", 0.0), ("bc_mlp", 1.0)):
-        C.write_export(tmp_path / kind, params, kind=kind, num_players=4, hidden_sizes=(16,),
+        checkpoint.write_export(tmp_path / kind, params, kind=kind, num_players=4, hidden_sizes=(16,),
                        obs_dim=env.observation_shape[0], num_actions=env.num_actions, temperature=temperature,
                        config={})
-        testing.check_policy(P.resolve_policy(str(tmp_path / kind), env), env, *positions4)
+        testing.check_policy(policies.resolve_policy(str(tmp_path / kind), env), env, *positions4)
 
 
 def _peeking(env, peek):
@@ -156,7 +159,7 @@ def test_api_test_passes_and_has_teeth():
 # ------------------------------------------------------------------ rates within their standard errors
 @pytest.fixture(scope="module")
 def rates(env):
-    return arena.measure_rates(env, jax.random.PRNGKey(12), NUM_GAMES)[0]
+    return seat_tables.measure_rates(env, jax.random.PRNGKey(12), NUM_GAMES)[0]
 
 
 def _tolerance(p, n, measured):
@@ -187,29 +190,29 @@ def test_rate_check_has_teeth():
 
 
 def test_registry(env):
-    names = P.policy_names()
+    names = policies.policy_names()
     assert set(pools.SCRIPTED_NAMES) <= set(names)
-    docs = P.describe_policies()
+    docs = policies.describe_policies()
     assert set(docs) == set(names) and all(isinstance(d, str) and d.endswith(".") for d in docs.values())
     assert set(pools.SCRIPTED_RATES) == set(pools.SCRIPTED_NAMES)
     with pytest.raises(KeyError):
-        P.make_policy("no-such-policy", env)
+        policies.make_policy("no-such-policy", env)
     with pytest.raises(TypeError):
-        P.make_policy("honest", env, bogus=1)
+        policies.make_policy("honest", env, bogus=1)
     with pytest.raises(ValueError):
-        P.register_policy("random", "dup.")(lambda env: None)
+        policies.register_policy("random", "dup.")(lambda env: None)
 
 
 def test_draw_seats():
     for cond, mix in pools.CONDITIONS.items():
         assert abs(sum(mix.values()) - 1.0) < 1e-9
-        seats = np.asarray(arena.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
+        seats = np.asarray(seat_tables.draw_seats(jax.random.PRNGKey(3), cond, 5000, 4))
         assert seats.shape == (5000, 4) and seats.dtype == np.int32
         for name, w in mix.items():
             share = (seats == pools.SCRIPTED_NAMES.index(name)).mean()
             assert abs(share - w) < 0.02, (cond, name, share)
     with pytest.raises(ValueError):
-        arena.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
+        seat_tables.draw_seats(jax.random.PRNGKey(0), {"nobody": 1.0}, 2, 4)
 
 
 def test_bot_choices_on_positions():
@@ -222,8 +225,8 @@ def test_bot_choices_on_positions():
     def pos(hands, coins):
         return position(np.asarray(hands, np.int32), deck, np.asarray(coins, np.int32), no_reveals, 0, 0)
 
-    honest = jax.jit(P.make_policy("honest", env))
-    aggr = jax.jit(P.make_policy("aggressive", env))
+    honest = jax.jit(policies.make_policy("honest", env))
+    aggr = jax.jit(policies.make_policy("aggressive", env))
     key = jax.random.PRNGKey(0)
     # honest with duke+captain at 2 coins: tax with probability 0.8, never exchange (a bluff)
     s = pos([[D, C], [A, A], [AM, AM], [CO, D]], [2, 2, 2, 2])
@@ -245,11 +248,11 @@ def test_bot_choices_on_positions():
 
 
 def test_run_games_small(env):
-    state, stats = arena.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
+    state, stats = seat_tables.run_games(env, ["honest", "bluffer", "aggressive", "cautious"], jax.random.PRNGKey(5), 8)
     assert np.asarray(state.terminated).all()
     assert np.asarray(stats["wins"]).sum() == 8
     assert np.asarray(stats["bluffs"])[:, 0].sum() == 0
-    assert set(stats) >= set(arena.STAT_NAMES)
+    assert set(stats) >= set(seat_tables.STAT_NAMES)
 
 
 def test_bench_policy_times_every_spec_at_the_same_positions(tmp_path, capsys):

@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax.beliefs import posterior as P
-from coupjax.game import deal as POS
+from coupjax.beliefs import posterior
+from coupjax.game import deal
 from coupjax.game.views import NUM_SEAT_FEATURES, SEAT_FEATURES, observation_layout
-from coupjax.view import parse
+from coupjax.observation import parse
 from coupjax.match import Match, compiled
 
 Q = dict(q_honest_action=0.85, q_bluff_action=0.15, q_honest_block=0.85, q_bluff_block=0.15)
@@ -166,7 +166,7 @@ def brute_force(obs, n, q=Q):
         weight = np.where(avail > 0, weight * avail / np.maximum(rem.sum(axis=1), 1), 0.0)
         rem[rows, deals[:, i]] -= avail > 0
     hand_of = {}
-    pair = {hand: h for h, hand in enumerate(P.HANDS)}
+    pair = {hand: h for h, hand in enumerate(posterior.HANDS)}
     for k in range(1, n):
         cols = deals[:, owners == k]
         has = np.stack([(cols == r).any(axis=1) for r in range(5)], axis=1)
@@ -182,21 +182,21 @@ def brute_force(obs, n, q=Q):
             table = np.array([[pair[tuple(sorted((a, b)))] for b in range(5)] for a in range(5)])
             hand_of[k] = table[cols[:, 0], cols[:, 1]]
     weight = weight / weight.sum()
-    hand_probs = np.zeros((n, P.NUM_HANDS))
+    hand_probs = np.zeros((n, posterior.NUM_HANDS))
     own_cards = tuple(sorted(int(np.argmax(row)) for row in own if row.sum() > 0))
-    hand_probs[0, P.HANDS.index(own_cards)] = 1.0
+    hand_probs[0, posterior.HANDS.index(own_cards)] = 1.0
     for k in range(1, n):
-        hand_probs[k] = np.bincount(hand_of[k], weights=weight, minlength=P.NUM_HANDS)
-    role = np.array([[hand_probs[k, [h for h in range(P.NUM_HANDS) if r in P.HANDS[h]]].sum() for r in range(5)]
+        hand_probs[k] = np.bincount(hand_of[k], weights=weight, minlength=posterior.NUM_HANDS)
+    role = np.array([[hand_probs[k, [h for h in range(posterior.NUM_HANDS) if r in posterior.HANDS[h]]].sum() for r in range(5)]
                      for k in range(n)])
     return hand_probs, role
 
 
 K = 20_000
-DEFAULT = P.PosteriorParams()
-_EXACT = jax.jit(P.exact_posterior, static_argnums=1)
-_JOINT = jax.jit(P.joint_posterior, static_argnums=1)
-_SAMPLE = jax.jit(P.sample_worlds, static_argnums=(2, 3))
+DEFAULT = posterior.PosteriorParams()
+_EXACT = jax.jit(posterior.exact_posterior, static_argnums=1)
+_JOINT = jax.jit(posterior.joint_posterior, static_argnums=1)
+_SAMPLE = jax.jit(posterior.sample_worlds, static_argnums=(2, 3))
 
 
 def EXACT(obs, n, params=DEFAULT):  # params always traced: one compile per table size
@@ -221,7 +221,7 @@ def _batched(fn, n):
 
 def batched(fn, n, stack, params=None):
     """fn over a batch of observations, padded to BATCH rows (one compile per fn)."""
-    params = P.PosteriorParams() if params is None else params
+    params = posterior.PosteriorParams() if params is None else params
     pad = np.concatenate([stack, np.repeat(stack[-1:], BATCH - len(stack), axis=0)])
     return jax.tree.map(lambda x: x[: len(stack)], _batched(fn, n)(jnp.asarray(pad), params))
 
@@ -234,7 +234,7 @@ def _stack(obs_list):
 @pytest.mark.parametrize("name", [f.__name__ for f in SCENARIOS])
 def test_exact_posterior_matches_brute_force(name):
     obs_list = observations(name)
-    got = batched(P.exact_posterior, 4, _stack(obs_list))
+    got = batched(posterior.exact_posterior, 4, _stack(obs_list))
     hp, rm = np.asarray(got["hand_probs"]), np.asarray(got["role_marginals"])
     assert np.asarray(got["consistent"]).all()
     for i, (_, seat, obs) in enumerate(obs_list):
@@ -242,8 +242,8 @@ def test_exact_posterior_matches_brute_force(name):
         np.testing.assert_allclose(hp[i], want_hp, atol=1e-5, err_msg=f"{name} obs {i} seat {seat}")
         np.testing.assert_allclose(rm[i], want_rm, atol=1e-5, err_msg=f"{name} obs {i} seat {seat}")
     # the positions carry evidence: some marginals differ from the claim-free prior
-    flat = P.PosteriorParams(0.5, 0.5, 0.5, 0.5)
-    prior = batched(P.exact_posterior, 4, _stack(obs_list), flat)["role_marginals"]
+    flat = posterior.PosteriorParams(0.5, 0.5, 0.5, 0.5)
+    prior = batched(posterior.exact_posterior, 4, _stack(obs_list), flat)["role_marginals"]
     assert np.abs(np.asarray(prior) - rm).max() > 0.1
 
 
@@ -260,29 +260,29 @@ def test_exact_posterior_other_table_sizes(index):
 def test_joint_table_agrees_with_marginals(name):
     obs_list = observations(name)
     stack = _stack(obs_list)
-    j = batched(P.joint_posterior, 4, stack)
-    hp = np.asarray(batched(P.exact_posterior, 4, stack)["hand_probs"])
+    j = batched(posterior.joint_posterior, 4, stack)
+    hp = np.asarray(batched(posterior.exact_posterior, 4, stack)["hand_probs"])
     hands, probs = np.asarray(j["hands"]), np.asarray(j["probs"])
     assert hands.shape[1] == 15 ** 3
     for i in range(len(obs_list)):
-        marg = np.zeros((4, P.NUM_HANDS))
+        marg = np.zeros((4, posterior.NUM_HANDS))
         for k in range(4):
             np.add.at(marg[k], hands[i, :, k], probs[i])
         np.testing.assert_allclose(marg, hp[i], atol=1e-5)
     n, obs = SYNTHETIC[0]
     j = JOINT(obs, n)
-    marg = np.zeros((n, P.NUM_HANDS))
+    marg = np.zeros((n, posterior.NUM_HANDS))
     for k in range(n):
         np.add.at(marg[k], np.asarray(j["hands"])[:, k], np.asarray(j["probs"]))
     np.testing.assert_allclose(marg, brute_force(obs, n)[0], atol=1e-5)
     with pytest.raises(ValueError):
-        P.joint_posterior(SYNTHETIC[1][1], 5)
+        posterior.joint_posterior(SYNTHETIC[1][1], 5)
 
 
 def test_parameters_change_the_posterior():
     _, _, obs = observations("scenario_4p_full")[32]  # seat 0 after the foreign aid (before its block)
     q = dict(q_honest_action=0.6, q_bluff_action=0.4, q_honest_block=0.95, q_bluff_block=0.05)
-    got = EXACT(obs, 4, P.PosteriorParams(**q))
+    got = EXACT(obs, 4, posterior.PosteriorParams(**q))
     np.testing.assert_allclose(np.asarray(got["hand_probs"]), brute_force(obs, 4, q)[0], atol=1e-5)
     default = EXACT(obs, 4)
     assert np.abs(np.asarray(default["hand_probs"]) - np.asarray(got["hand_probs"])).max() > 0.02
@@ -344,7 +344,7 @@ def test_sampler_matches_exact_marginals_and_joint():
     j = JOINT(obs, n)
     jh, jp = np.asarray(j["hands"]), np.asarray(j["probs"])
     for (a, ra), (b, rb) in [((1, D), (2, D)), ((1, C), (3, D)), ((2, M), (3, M))]:
-        p = float((jp * P.HAND_HAS[jh[:, a], ra] * P.HAND_HAS[jh[:, b], rb]).sum())
+        p = float((jp * posterior.HAND_HAS[jh[:, a], ra] * posterior.HAND_HAS[jh[:, b], rb]).sum())
         f = ((hands[:, a] == ra).any(axis=1) & (hands[:, b] == rb).any(axis=1)).mean()
         assert abs(f - p) <= 4 * np.sqrt(p * (1 - p) / K) + 1e-6
     # the two cards of a sampled pair come in both orders
@@ -389,13 +389,13 @@ def test_sampled_worlds_reproduce_the_observation():
     observer = 2
     obs = _observe(4)(m.state, observer)
     worlds = SAMPLE(jax.random.PRNGKey(3), obs, 4, K)
-    hands_abs = np.asarray(P.to_absolute(worlds.hands, observer))
+    hands_abs = np.asarray(posterior.to_absolute(worlds.hands, observer))
     assert (hands_abs[:, observer] == np.asarray(worlds.hands[:, 0])).all()
     assert (hands_abs[:, (observer + 1) % 4] == np.asarray(worlds.hands[:, 1])).all()
-    replace = jax.jit(POS.replace_hidden)
+    replace = jax.jit(deal.replace_hidden)
     for k in range(4):
         s = replace(m.state, hands_abs[k], worlds.deck[k])
-        POS.check_cards(POS.hands(s), POS.deck_order(s), POS.revealed(s), POS.drawn(s))
+        deal.check_cards(deal.hands(s), deal.deck_order(s), deal.revealed(s), deal.drawn(s))
         np.testing.assert_array_equal(np.asarray(_observe(4)(s, observer)), np.asarray(obs))
 
 
@@ -409,10 +409,10 @@ def test_jit_vmap_and_single_trace():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def everything(x, seat, role, key):
-        marg = jax.vmap(lambda o: P.exact_posterior(o, 4)["role_marginals"])(x)
-        truth = jax.vmap(lambda o, s, r: P.claim_truth_probability(o, 4, s, r))(x, seat, role)
-        worlds = jax.vmap(lambda k, o: P.sample_worlds(k, o, 4, 8))(jax.random.split(key, x.shape[0]), x)
-        return marg, truth, worlds, P.to_absolute(worlds.hands, 1)
+        marg = jax.vmap(lambda o: posterior.exact_posterior(o, 4)["role_marginals"])(x)
+        truth = jax.vmap(lambda o, s, r: posterior.claim_truth_probability(o, 4, s, r))(x, seat, role)
+        worlds = jax.vmap(lambda k, o: posterior.sample_worlds(k, o, 4, 8))(jax.random.split(key, x.shape[0]), x)
+        return marg, truth, worlds, posterior.to_absolute(worlds.hands, 1)
 
     a, truth, w, absolute = everything(stack, seats, roles, jax.random.PRNGKey(0))
     b, _, _, _ = everything(stack[::-1], seats, roles, jax.random.PRNGKey(1))
@@ -426,8 +426,8 @@ def test_jit_vmap_and_single_trace():
 
 
 def test_hand_table():
-    from coupjax import rules as R
-    assert P.NUM_HANDS == 21 and P.HANDS[0] == ()
-    assert P.HANDS[1:6] == tuple((r,) for r in range(5))
-    assert P.HANDS[6:] == R.KEEPS[5:]
-    assert [len(layer) for layer in P.LAYERS] == [1, 21, 121, 357, 667, 903]
+    from coupjax import rules
+    assert posterior.NUM_HANDS == 21 and posterior.HANDS[0] == ()
+    assert posterior.HANDS[1:6] == tuple((r,) for r in range(5))
+    assert posterior.HANDS[6:] == rules.KEEPS[5:]
+    assert [len(layer) for layer in posterior.LAYERS] == [1, 21, 121, 357, 667, 903]

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from coupjax.inference import read_export
-from training import checkpoint as C
-from training import psro as PSRO
+from training import checkpoint
+from training import psro
 from training.config import ConfigError, config_from_dict, config_to_dict, load_config
 from training.selfplay import make_train
 from training.train import run_training
@@ -49,21 +49,21 @@ def runs(tmp_path_factory):
 
 def test_a_best_response_to_the_network_after_chunk_1_joins_the_league(runs):
     cfg, run, summary = runs
-    assert PSRO.iteration_chunks(cfg) == [1] and summary["chunks_done"] == 2
+    assert psro.iteration_chunks(cfg) == [1] and summary["chunks_done"] == 2
     (row,) = summary["psro"]
     assert row["after_chunk"] == 1 and row["best_response_seed"] == 1000 * cfg.seed + 1 and row["seconds"] > 0
-    it = PSRO.iteration_dir(run, 1)
-    assert json.loads((it / PSRO.ITERATION_FILE).read_text()) == row
+    it = psro.iteration_dir(run, 1)
+    assert json.loads((it / psro.ITERATION_FILE).read_text()) == row
     # the frozen copies the DQN trained against are the network as it was after chunk 1
-    host, _, done = C.restore_checkpoint(run / "checkpoints", make_train(cfg).abstract_state(), step=1)
+    host, _, done = checkpoint.restore_checkpoint(run / "checkpoints", make_train(cfg).abstract_state(), step=1)
     agent = read_export(it)[1]
     assert done == 1 and _same(agent, jax.tree.map(lambda v: v[0], host.params["policy"]))
-    br_info, br_params = read_export(PSRO.best_response_path(run, 1))
+    br_info, br_params = read_export(psro.best_response_path(run, 1))
     assert br_info["kind"] == "dqn" and br_info["config"]["opponents"] == str(it.resolve())
     assert br_info["opponents"] == [str(it.resolve())] and br_info["config"]["num_chunks"] == 2
     # chunk 2 seated it (pool weight psro_weight), and the final network moved on from chunk 1's
     final_info, final = read_export(run)
-    br = str(PSRO.best_response_path(run, 1).resolve())
+    br = str(psro.best_response_path(run, 1).resolve())
     assert final_info["config"]["opponents"] == {"random": 1.0, "honest": 1.0, br: 3.0}
     assert br in final_info["league"] and not _same(final, agent)
     assert summary["final"]["league/games_vs_psro/chunk_1/best_response"] > 0  # its label in the metrics
@@ -81,23 +81,23 @@ def test_an_iteration_goes_on_from_the_state_or_starts_again(runs):
     rs = setup.init(jax.random.PRNGKey(cfg.seed + 1))
     for reset in (False, True):
         c = config_from_dict({**config_to_dict(cfg), "psro_reset": reset})
-        new_setup, new_rs, got = PSRO.iterate(c, setup, rs, run, 1, make_train)
-        assert got == row and new_setup.league.names[-1] == str(PSRO.best_response_path(run, 1).resolve())
+        new_setup, new_rs, got = psro.iterate(c, setup, rs, run, 1, make_train)
+        assert got == row and new_setup.league.names[-1] == str(psro.best_response_path(run, 1).resolve())
         assert (new_rs is rs) != reset
     assert _same(new_rs.params, new_setup.init(jax.random.PRNGKey(cfg.seed)).params)
     assert not _same(rs.params, new_rs.params)
-    assert [PSRO.update_offset(cfg, c) for c in (0, 1, 2)] == [0, 20, 20]
-    assert PSRO.update_offset(config_from_dict({**TINY, "psro_reset": False}), 2) == 0
+    assert [psro.update_offset(cfg, c) for c in (0, 1, 2)] == [0, 20, 20]
+    assert psro.update_offset(config_from_dict({**TINY, "psro_reset": False}), 2) == 0
 
 
 def test_league_config_and_missing_iterations(runs, tmp_path):
     cfg, run, _ = runs
-    assert PSRO.league_config(cfg, run, 0) is cfg
+    assert psro.league_config(cfg, run, 0) is cfg
     carry_on = config_from_dict({**TINY, "num_chunks": 10, "psro_every": 4, "psro_reset": False})
-    assert PSRO.iteration_chunks(carry_on) == [4, 8]
-    assert PSRO.iteration_chunks(config_from_dict({**TINY, "psro_every": 0})) == []
+    assert psro.iteration_chunks(carry_on) == [4, 8]
+    assert psro.iteration_chunks(config_from_dict({**TINY, "psro_every": 0})) == []
     with pytest.raises(FileNotFoundError, match="no best response for chunk 1"):
-        PSRO.read_iterations(tmp_path, cfg, 1)
+        psro.read_iterations(tmp_path, cfg, 1)
 
 
 def test_psro_config_errors_name_the_key(tmp_path):

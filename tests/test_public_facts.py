@@ -19,17 +19,17 @@ import pytest
 
 from coupjax import Env, rules as R
 from coupjax.advice.explain import challenge_advice
-from coupjax.beliefs import coupvisor as B
-from coupjax.beliefs import posterior as P
+from coupjax.beliefs import coupvisor
+from coupjax.beliefs import posterior
 from coupjax.events import event_to_dict
 from coupjax.game.deal import hidden_hands
 from coupjax.match import Match, compiled
-from coupjax.view import parse
+from coupjax.observation import parse
 from tests.public_record import PublicRecord
 
 D, A, C, M, T = range(5)  # duke assassin captain ambassador contessa
-DEFAULT = P.PosteriorParams()
-SEARCH = P.PosteriorParams(0.98, 0.02, 0.98, 0.02)
+DEFAULT = posterior.PosteriorParams()
+SEARCH = posterior.PosteriorParams(0.98, 0.02, 0.98, 0.02)
 LIKELIHOODS = {"default": DEFAULT, "search": SEARCH}
 WORLDS = 4  # per decision and likelihood setting
 QUICK_GAMES, QUICK_SEED = 300, 11
@@ -65,7 +65,7 @@ def _runner(num_players: int, num_games: int, steps: int):
 
 @functools.lru_cache(maxsize=None)
 def _sampler(num_players: int, num_worlds: int):
-    one = lambda key, obs, params: P.sample_worlds(key, obs, num_players, num_worlds, params)  # noqa: E731
+    one = lambda key, obs, params: posterior.sample_worlds(key, obs, num_players, num_worlds, params)  # noqa: E731
     return jax.jit(jax.vmap(one, in_axes=(0, 0, None)))
 
 
@@ -77,7 +77,7 @@ def _sample(num_players, obs, key, params, chunk=4096):
         pad = np.concatenate([part, np.repeat(part[-1:], chunk - len(part), axis=0)])
         w = _sampler(num_players, WORLDS)(jax.random.split(jax.random.fold_in(key, i), chunk), jnp.asarray(pad), params)
         out.append(jax.tree.map(lambda x: np.asarray(x)[: len(part)], w))
-    return P.Worlds(*(np.concatenate(parts) for parts in zip(*out)))
+    return posterior.Worlds(*(np.concatenate(parts) for parts in zip(*out)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,8 +220,8 @@ def _observe(n):
     return jax.jit(compiled(n)[0].observe)
 
 
-_EXACT = jax.jit(P.exact_posterior, static_argnums=1)
-_SAMPLE = jax.jit(P.sample_worlds, static_argnums=(2, 3))
+_EXACT = jax.jit(posterior.exact_posterior, static_argnums=1)
+_SAMPLE = jax.jit(posterior.sample_worlds, static_argnums=(2, 3))
 
 
 def p_holds(m, observer, seat, role, params=DEFAULT):
@@ -267,9 +267,9 @@ def test_reproduction_caught_bluff_gives_zero():
         worlds = _SAMPLE(jax.random.PRNGKey(0), obs, 4, 2000, params)
         assert not (np.asarray(worlds.hands)[:, rel] == D).any()
     assert p_holds(m, 1, 0, C) > 0  # the rest of its hand is possible
-    assert float(B.coupvisor_belief(obs, 4)[rel, D]) == 0.0
-    assert float(B.claim_truth_probabilities(obs, 4)[rel, D]) == 0.0
-    np.testing.assert_allclose(np.asarray(B.coupvisor_belief(obs, 4))[rel].sum(), 1.0, atol=1e-6)
+    assert float(coupvisor.coupvisor_belief(obs, 4)[rel, D]) == 0.0
+    assert float(coupvisor.claim_truth_probabilities(obs, 4)[rel, D]) == 0.0
+    np.testing.assert_allclose(np.asarray(coupvisor.coupvisor_belief(obs, 4))[rel].sum(), 1.0, atol=1e-6)
     # losing a card does not lift the fact; other seats' views agree
     for seat in (2, 3):
         assert p_holds(m, seat, 0, D) == 0.0

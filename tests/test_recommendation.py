@@ -10,16 +10,16 @@ import jax
 import pytest
 from rich.console import Console
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.recommend import recommend
 from coupjax.match import Match, compiled
-from coupjax.tracker import advice as ADV
-from coupjax.tracker import replay as RP
-from coupjax.web import advice as WA
+from coupjax.tracker import seat_report
+from coupjax.tracker import replay
+from coupjax.web import advice_text
 
 N = 4
 HANDS = [["captain", "contessa"], ["assassin", "ambassador"], ["duke", "captain"], ["assassin", "contessa"]]
-PASS, CHALLENGE = R.action_id("pass", 1, N), R.action_id("challenge", 1, N)
+PASS, CHALLENGE = rules.action_id("pass", 1, N), rules.action_id("challenge", 1, N)
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,7 +48,7 @@ def first_tax() -> Match:
 
 def search_values(values: dict) -> dict:
     """A search dict as `coupjax.search.advise` gives it: action -> (value, se)."""
-    return {"searched": True, "actions": [{"action": a, "id": R.action_id(a, 1, N), "value": v, "se": s}
+    return {"searched": True, "actions": [{"action": a, "id": rules.action_id(a, 1, N), "value": v, "se": s}
                                           for a, (v, s) in values.items()]}
 
 
@@ -110,10 +110,10 @@ def _count_key(tree, key: str) -> int:
 
 def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     m = caught_duke_claims_again()
-    adv = ADV.advice(m.state, 1, use_search=False)
+    adv = seat_report.advice(m.state, 1, use_search=False)
     assert _count_key(adv, "recommendation") == 1 and adv["recommendation"]["action"] == "challenge"
     assert "challenge" in adv and adv["challenge"]["impossible"]  # the evidence stays, without a call of its own
-    words = WA.describe(adv, ["Ann", "Bob", "Cy", "Dan"], 1, ADV.table(m.state, 1), ["assassin", "ambassador"],
+    words = advice_text.describe(adv, ["Ann", "Bob", "Cy", "Dan"], 1, seat_report.table(m.state, 1), ["assassin", "ambassador"],
                         "balanced")
     assert _count_key(words, "recommended") == 1 and _count_key(words, "call") == 0 and "block" not in words
     assert words["recommended"]["action"] == "challenge" and words["recommended"]["source"] == "public fact"
@@ -121,11 +121,11 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     # coupjax replay prints one recommended line and no other verdict line
     path = tmp_path / "game.jsonl"
     m.save(path)
-    game = RP.load_game(path)
-    fr = RP.frame(game, len(game.states) - 1, 1, use_search=False)
+    game = replay.load_game(path)
+    fr = replay.frame(game, len(game.states) - 1, 1, use_search=False)
     assert fr["advice"]["recommendation"] == adv["recommendation"]
     out = io.StringIO()
-    RP.render(fr, Console(file=out, width=400))
+    replay.render(fr, Console(file=out, width=400))
     lines = out.getvalue().splitlines()
     assert sum(x.startswith("recommended: challenge") for x in lines) == 1
     assert not any(x.startswith(("challenge advice", "search:")) for x in lines)
@@ -133,7 +133,7 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
     fr["advice"]["search"] = search_values({"pass": (0.25, 0.06), "challenge": (0.25, 0.06)})
     fr["advice"]["recommendation"] = rec(m, fr["advice"]["search"])
     out = io.StringIO()
-    RP.render(fr, Console(file=out, width=400))
+    replay.render(fr, Console(file=out, width=400))
     lines = out.getvalue().splitlines()
     assert sum(x.startswith("recommended:") for x in lines) == 1
     assert any(x.startswith("recommended: challenge · public fact") for x in lines)
@@ -142,6 +142,6 @@ def test_tracker_page_and_replay_carry_exactly_one_recommendation(tmp_path):
 
 def test_page_style_moves_the_one_recommendation():
     m = first_tax()
-    calls = {s: WA.advice(m.state, 1, s, use_search=False)["recommendation"] for s in WA.STYLES}
-    assert all(c["style"] == WA.STYLES[s] for s, c in calls.items())
-    assert all(_count_key(WA.advice(m.state, 1, s, use_search=False), "recommendation") == 1 for s in WA.STYLES)
+    calls = {s: advice_text.advice(m.state, 1, s, use_search=False)["recommendation"] for s in advice_text.STYLES}
+    assert all(c["style"] == advice_text.STYLES[s] for s, c in calls.items())
+    assert all(_count_key(advice_text.advice(m.state, 1, s, use_search=False), "recommendation") == 1 for s in advice_text.STYLES)

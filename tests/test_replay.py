@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from coupjax import cli
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import event_to_dict, last_event
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import Match, compiled
 from coupjax.tracker import Tracker, seat_event
 
@@ -43,7 +43,7 @@ def files(tmp_path_factory):
     n, seat = 3, 1
     _, init, step, _ = compiled(n)
     state = init(jax.random.PRNGKey(9))
-    t = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    t = Tracker(n, seat, [rules.ROLES[c] for c in deal.hands(state)[seat]])
     k = 0
     while not bool(state.terminated):
         k += 1
@@ -96,7 +96,7 @@ def test_a_match_replays_step_by_step_with_the_advice(files, use_search):
         assert t["seat"] == 1 and len(t["hand"]) == t["hidden"][1]
         assert {b["seat"] for b in f["beliefs"]} == {s for s in (0, 2) if t["hidden"][s]}
         for b in f["beliefs"]:
-            assert set(b["coupvisor"]) == set(b["exact"]) == set(R.ROLES)
+            assert set(b["coupvisor"]) == set(b["exact"]) == set(rules.ROLES)
         if event is not None:
             assert f["event"]["action"] == (event["action"] if event["seat"] == 1 or event["phase"] not in
                                             ("lose", "exchange") else {"lose": "reveal", "exchange": "keep"}[event["phase"]])

@@ -10,29 +10,29 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.metrics import t_interval
 from coupjax.seeds import TUNING_SEEDS, SeedError
-from training import replicate_coupvisor as RC
-from training.replication import benchmark as BM
-from training.replication import logs as LG
-from training.replication import offline_dqn as OD
+from training import replicate_coupvisor
+from training.replication import benchmark
+from training.replication import logs
+from training.replication import offline_dqn
 from training.rewards import RewardInputs, action_match_reward, make_reward
 
-TINY = dataclasses.replace(BM.QUICK, seeds=2, games=16, online_games=8, dqn_episodes=4, bc_epochs=2)
+TINY = dataclasses.replace(benchmark.QUICK, seeds=2, games=16, online_games=8, dqn_episodes=4, bc_epochs=2)
 N = TINY.num_players
 
 
 @pytest.fixture(scope="module")
 def result():
-    return BM.run_benchmark(TINY, progress=None, log=None)
+    return benchmark.run_benchmark(TINY, progress=None, log=None)
 
 
 @pytest.fixture(scope="module")
 def rows():
-    logger = LG.cached_logger(N, TINY.slots, TINY.steps_per_call)
-    return LG.prepare_rows(LG.play(logger, jax.random.PRNGKey(7), 12, TINY.slots))
+    logger = logs.cached_logger(N, TINY.slots, TINY.steps_per_call)
+    return logs.prepare_rows(logs.play(logger, jax.random.PRNGKey(7), 12, TINY.slots))
 
 
 # ------------------------------------------------------------------ the JSON
@@ -59,7 +59,7 @@ def test_reward_identities(result):
     rewards + matched rows) per game; winner-action match = matched / winner rows."""
     for i, rec in enumerate(result["meta"]["per_seed"]):
         for mode in ("shaped", "win"):
-            for pol in BM.POLICIES:
+            for pol in benchmark.POLICIES:
                 c = rec["counts"][f"dqn_{mode}" if pol == "dqn" else pol]
                 r = result[mode][pol]
                 win_rpe = c["winner_matches"] / c["test_games"]
@@ -90,7 +90,7 @@ def test_online_games_and_comparison(result):
             assert o["games"] == TINY.online_games
             assert 0 <= o["wins"] <= o["games"] and o["win_rate"] == o["wins"] / o["games"]
     c = result["comparison"]
-    assert sorted(c["shaped_order"]) == sorted(BM.POLICIES) and sorted(c["win_order"]) == sorted(BM.POLICIES)
+    assert sorted(c["shaped_order"]) == sorted(benchmark.POLICIES) and sorted(c["win_order"]) == sorted(benchmark.POLICIES)
     assert c["bc_leads_shaped"] == (c["shaped_order"][0] == "bc")
     assert c["dqn_leads_win"] == (c["win_order"][0] == "dqn")
     assert not c["dqn_leads_win_separated"] or c["dqn_leads_win"]
@@ -110,11 +110,11 @@ def test_networks_play_online_with_their_trained_parameters(result):
 
 @pytest.mark.slow
 def test_online_win_rate_is_the_arenas(result):
-    """The online rows are `coupjax.arena`'s seat table: a policy scores exactly as in
+    """The online rows are `coupjax.seat_tables`'s seat table: a policy scores exactly as in
     `play_tables` on the seed's tables (about 30 s more: a second compiled table).
     Quick twin: test_online_games_and_comparison."""
     rec = result["meta"]["per_seed"][0]
-    rows = arena.play_tables(Env(N), ["random"], TINY.online_games, rec["seed"], chunk=TINY.slots)
+    rows = seat_tables.play_tables(Env(N), ["random"], TINY.online_games, rec["seed"], chunk=TINY.slots)
     mine = rec["online"]["random"]
     assert {k: mine[k] for k in ("games", "wins", "mean_placement")} == \
         {k: rows["random"][k] for k in ("games", "wins", "mean_placement")}
@@ -168,11 +168,11 @@ def test_shaped_row_reward_matches_rewards_shaped(rows):
 
 
 def test_split_and_episode_sequence(rows):
-    train, test = LG.split_games(dict(rows, logged_game=rows["game"]), 0.25, np.random.default_rng(0))
+    train, test = logs.split_games(dict(rows, logged_game=rows["game"]), 0.25, np.random.default_rng(0))
     assert len(train["action"]) + len(test["action"]) == len(rows["action"])
     assert not set(train["logged_game"]) & set(test["logged_game"])  # whole games held out, no row split
     assert int(test["game"].max()) + 1 == 4 and int(train["game"].max()) + 1 == 12
-    seq = OD.episode_sequence(train, 5, np.random.default_rng(1), bucket=256)
+    seq = offline_dqn.episode_sequence(train, 5, np.random.default_rng(1), bucket=256)
     T = int(seq["valid"].sum())
     assert len(seq["valid"]) % 256 == 0 and seq["valid"][:T].all() and not seq["valid"][T:].any()
     assert seq["done"][:T].sum() == 5 and seq["done"][T - 1]
@@ -203,18 +203,18 @@ def test_t_interval():
 
 
 def test_cli_rejects_bad_arguments(capsys):
-    assert RC.main(["--quick", "--seeds", "0"]) == 2
+    assert replicate_coupvisor.main(["--quick", "--seeds", "0"]) == 2
     assert "error" in capsys.readouterr().err
     tuning = next(t for t in sorted(TUNING_SEEDS) if t > 0 and t - 1 not in TUNING_SEEDS)
-    assert RC.main(["--quick", "--seed", str(tuning - 1), "--seeds", "2"]) == 2  # the second seed tuned something
+    assert replicate_coupvisor.main(["--quick", "--seed", str(tuning - 1), "--seeds", "2"]) == 2  # the second seed tuned something
     assert f"seed {tuning} was used to tune" in capsys.readouterr().err
     with pytest.raises(SeedError):
-        BM.run_benchmark(dataclasses.replace(TINY, first_seed=tuning), progress=None, log=None)
-    assert RC.main(["--quick", "--dqn-set", "gama=0"]) == 2
+        benchmark.run_benchmark(dataclasses.replace(TINY, first_seed=tuning), progress=None, log=None)
+    assert replicate_coupvisor.main(["--quick", "--dqn-set", "gama=0"]) == 2
     assert "gamma" in capsys.readouterr().err  # the config checker names the nearest key
-    assert RC.main(["--quick", "--dqn-set", "exploration=boltzmann"]) == 2  # a key the offline DQN ignores
+    assert replicate_coupvisor.main(["--quick", "--dqn-set", "exploration=boltzmann"]) == 2  # a key the offline DQN ignores
     assert "'exploration' is not read by the offline DQN" in capsys.readouterr().err
-    assert OD.dqn_config(("gamma=0",)).gamma == 0.0
+    assert offline_dqn.dqn_config(("gamma=0",)).gamma == 0.0
 
 
 def test_offline_dqn_learns_an_easy_log(result):
@@ -234,8 +234,8 @@ def test_offline_dqn_learns_an_easy_log(result):
            "next_obs": np.where(done[:, None], 0.0, np.roll(obs, -1, 0)).astype(np.float32),
            "next_mask": np.where(done[:, None], True, np.roll(mask, -1, 0)), "done": done, "valid": np.ones(S, bool),
            "episode": np.arange(S)}
-    params, rewards = OD.cached_dqn(N)(jax.random.PRNGKey(0), seq, jax.numpy.bool_(False))
-    nets = {"bc": BM.dummy_params(env, OD.dqn_config())["bc"], "dqn_shaped": params, "dqn_win": params}
-    chosen = np.asarray(BM.cached_chooser(N)(obs[:256], mask[:256], nets))[2]
+    params, rewards = offline_dqn.cached_dqn(N)(jax.random.PRNGKey(0), seq, jax.numpy.bool_(False))
+    nets = {"bc": benchmark.dummy_params(env, offline_dqn.dqn_config())["bc"], "dqn_shaped": params, "dqn_win": params}
+    chosen = np.asarray(benchmark.cached_chooser(N)(obs[:256], mask[:256], nets))[2]
     assert (chosen == 2).mean() > 0.95
     assert np.asarray(rewards)[-128:].mean() > 0.3  # epsilon ~0.7 there: 0.43 if greedy picks 2, 0.2 if not

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import yaml
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
 from coupjax.beliefs.posterior import exact_posterior
@@ -26,7 +26,7 @@ from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.common import bluff_actions
-from evals.report import scenarios as SC
+from evals.report import decision_benchmark
 from evals.report.__main__ import main
 from evals.report.config import EvalConfigError, config_from_dict
 from evals.report.play import condition_weights, draw_condition_tables
@@ -86,7 +86,7 @@ def replay_tools(env, policies) -> dict:
 
     return dict(step=jax.jit(env.step), keys=jax.jit(keys), decide=jax.jit(decide), reward=jax.jit(reward),
                 observe=jax.jit(env.observe), alive=jax.jit(board.alive), placements=jax.jit(board.placements),
-                init=jax.jit(lambda k: env.init(jax.random.fold_in(k, arena.INIT_STREAM))))
+                init=jax.jit(lambda k: env.init(jax.random.fold_in(k, seat_tables.INIT_STREAM))))
 
 
 def replay(env, tools, idx_row, key, seat):
@@ -138,7 +138,7 @@ def check_seat_rows(matrix, rep):
             for seed in matrix["seeds"]:
                 seats, opp = draw_condition_tables(matrix["games"], N, seed, condition_weights(cond))
                 keys = table_keys(seed, ci, matrix["games"])
-                idx = arena.seat_index(seats, opp, 5 + li, N)
+                idx = seat_tables.seat_index(seats, opp, 5 + li, N)
                 for g in range(matrix["games"]):
                     c = replay(env, tools, idx[g], keys[g], int(seats[g]))
                     tot["games"] += 1
@@ -293,22 +293,39 @@ def test_the_default_config_loads():
     assert Path(cfg.policies["dqn_ref"]).is_dir()
 
 
+def test_the_final_report_replaces_the_seeds(tmp_path, monkeypatch):
+    """--final plays the matrix on held-out seeds instead of the config's: they are checked
+    like the config's own (a tuning seed refused) and each is recorded in the ledger."""
+    from coupjax import seeds as S
+    from evals.report.config import load_config
+
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
+    cfg = tmp_path / "eval.yaml"
+    cfg.write_text(yaml.safe_dump(MICRO))
+    assert load_config(cfg).seeds == (7,) and not ledger.exists()
+    assert load_config(cfg, seeds=[100, 101]).seeds == (100, 101)
+    assert [e["seed"] for e in S.read_ledger(ledger)] == [100, 101]
+    with pytest.raises(EvalConfigError, match="seed 1002 was used to tune"):
+        load_config(cfg, seeds=[1002])
+
+
 # ------------------------------------------------------------------ scenarios
 @pytest.mark.slow
 def test_scenarios_build_and_hard_facts_are_challenged():
     """Quick twins: test_advisor_calls_a_disproven_claim_impossible, test_three_copies_accounted_for_is_impossible."""
-    built = SC.build_all()
+    built = decision_benchmark.build_all()
     assert len(built) >= 30
     for s, m in built:
         assert m.view()["phase"] == s.kind, s.name
         legal = m.legal_actions()
         assert s.sound_names(m) and all(a in legal for a in s.sound_names(m)), s.name
     for belief in ("exact", "coupvisor"):
-        got = SC.score_advisor(built, belief)
+        got = decision_benchmark.score_advisor(built, belief)
         for s, _ in built:
             if s.name.startswith(("impossible_", "caught_bluff_")):
                 assert got[s.name]["challenge"] and got[s.name]["p_truth"] == 0.0, (belief, s.name)
-    honest = SC.score_policy(make_policy("honest", Env(4)), built)
+    honest = decision_benchmark.score_policy(make_policy("honest", Env(4)), built)
     assert honest["early_tax_with_duke"]["hit"] and honest["impossible_tax"]["hit"]
 
 
@@ -317,10 +334,10 @@ def test_scenarios_build_and_hard_facts_are_challenged():
 def test_shared_posterior_changes_nothing():
     """Quick twin: test_exact_posterior_matches_brute_force."""
     env = Env(N)
-    run = arena.make_table_runner(env, [make_policy("bluffer", env), make_policy("aggressive", env)])
+    run = seat_tables.make_table_runner(env, [make_policy("bluffer", env), make_policy("aggressive", env)])
     idx = jnp.asarray(np.random.default_rng(1).integers(0, 2, (48, N)), jnp.int32)
     limit = jnp.asarray(np.random.default_rng(2).integers(0, 60, 48), jnp.int32)
-    states, _ = run(arena.game_keys(5, 0, 48), idx, step_limit=limit)
+    states, _ = run(seat_tables.game_keys(5, 0, 48), idx, step_limit=limit)
     obs, mask = states.observation, states.legal_action_mask
     params = AdvisorParams()
 
@@ -344,9 +361,9 @@ def test_queue_runner_plays_the_same_games_as_the_table_runner():
     pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
     G = 96
     idx = np.random.default_rng(0).integers(0, 4, (G, N)).astype(np.int32)
-    keys = arena.game_keys(3, 0, G)
-    final, a = arena.make_table_runner(env, pols)(keys, idx)
-    b = arena.make_queue_runner(env, pols, slots=24)(keys, idx)  # 4 games per slot, refilled
+    keys = seat_tables.game_keys(3, 0, G)
+    final, a = seat_tables.make_table_runner(env, pols)(keys, idx)
+    b = seat_tables.make_queue_runner(env, pols, slots=24)(keys, idx)  # 4 games per slot, refilled
     for k in ("decisions", "bluffs", "bluff_opportunities", "challenges", "challenge_opportunities", "placement",
               "wins", "steps", "finished"):
         np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(b[k]), err_msg=k)
@@ -374,7 +391,7 @@ def test_queue_recorder_records_the_same_claims():
 
 SPLIT_SCRIPT = """
 import sys, numpy as np, jax
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
@@ -383,7 +400,7 @@ assert len(jax.devices()) == 2
 env = Env(4)
 pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
 idx = np.random.default_rng(0).integers(0, 4, (95, 4)).astype(np.int32)
-out = arena.make_queue_runner(env, pols, slots=12, devices=jax.devices())(arena.game_keys(3, 0, 95), idx, count=90)
+out = seat_tables.make_queue_runner(env, pols, slots=12, devices=jax.devices())(seat_tables.game_keys(3, 0, 95), idx, count=90)
 rec = play_condition(QueueRecorder(env, [make_policy(x, env) for x in SCRIPTED_NAMES], slots=16, games_per_call=40,
                                    devices=jax.devices()), jax.random.PRNGKey(5), "aggressive_heavy", 50, 25)
 np.savez(sys.argv[1], placement=np.asarray(out["placement"]), steps=np.asarray(out["steps"]),
@@ -411,7 +428,7 @@ def test_two_devices_play_the_same_games(tmp_path):
     env = Env(N)
     pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
     idx = np.random.default_rng(0).integers(0, 4, (95, N)).astype(np.int32)
-    one = arena.make_queue_runner(env, pols, slots=24)(arena.game_keys(3, 0, 95), idx)
+    one = seat_tables.make_queue_runner(env, pols, slots=24)(seat_tables.game_keys(3, 0, 95), idx)
     np.testing.assert_array_equal(got["placement"][:90], np.asarray(one["placement"])[:90])
     np.testing.assert_array_equal(got["steps"][:90], np.asarray(one["steps"])[:90])
     assert (got["steps"][90:] == 0).all() and (got["placement"][90:] == 0).all()

@@ -14,22 +14,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from coupjax import arena, testing
-from coupjax import policies as P
-from coupjax.game import deal as positions
+from coupjax import seat_tables, testing
+from coupjax import policies
+from coupjax.game import deal
 from coupjax.policies import pools
-from coupjax import rules as R
-from coupjax import search as S
+from coupjax import rules
+from coupjax import search
 from coupjax.env import Env
-from coupjax.search import advice as SA
-from coupjax.search import worlds as SW
+from coupjax.search import action_values
+from coupjax.search import world_states
 from coupjax.search.config import max_legal_actions
 
 D, A, C, AM, CO = range(5)
 
 
 def _deck(cards):
-    return positions.deck_array(list(cards))
+    return deal.deck_array(list(cards))
 
 
 def _rest(*used):
@@ -49,7 +49,7 @@ def env2():
 @pytest.fixture(scope="module")
 def config2(env2):
     # a policy callable (not a name) as rollout policy, full-length rollouts
-    return S.SearchConfig(num_worlds=16, rollouts_per_world=8, rollout_policy=P.make_policy("random", env2),
+    return search.SearchConfig(num_worlds=16, rollouts_per_world=8, rollout_policy=policies.make_policy("random", env2),
                           max_rollout_steps=None, lanes=1024)
 
 
@@ -57,15 +57,15 @@ def config2(env2):
 def positions2(env2):
     """[forced coup (10 coins, opponent on 1 card), forced coup (opponent on 2 cards),
     one-influence endgame (both on 1 card, seat 0 has 7 coins), a finished game]."""
-    pos = jax.jit(lambda h, d, c, rv: positions.make_position(2, h, d, c, rv, 0, 5))
+    pos = jax.jit(lambda h, d, c, rv: deal.make_position(2, h, d, c, rv, 0, 5))
     no_rev = np.full((2, 2), -1, np.int32)
-    forced1 = pos(positions.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
+    forced1 = pos(deal.hand_arrays([[D, A], [C]], 2), _deck(_rest(D, A, C, CO)),
                   np.array([10, 3], np.int32), np.array([[-1, -1], [CO, -1]], np.int32))
-    forced2 = pos(positions.hand_arrays([[D, A], [C, CO]], 2), _deck(_rest(D, A, C, CO)),
+    forced2 = pos(deal.hand_arrays([[D, A], [C, CO]], 2), _deck(_rest(D, A, C, CO)),
                   np.array([10, 3], np.int32), no_rev)
-    endgame = pos(positions.hand_arrays([[CO], [C]], 2), _deck(_rest(CO, C, D, AM)),
+    endgame = pos(deal.hand_arrays([[CO], [C]], 2), _deck(_rest(CO, C, D, AM)),
                   np.array([7, 2], np.int32), np.array([[D, -1], [AM, -1]], np.int32))
-    over = jax.jit(env2.step)(endgame, jnp.int32(R.action_id("coup:1", 0, 2)), jax.random.PRNGKey(0))
+    over = jax.jit(env2.step)(endgame, jnp.int32(rules.action_id("coup:1", 0, 2)), jax.random.PRNGKey(0))
     assert bool(over.terminated) and not bool(endgame.terminated)
     return jax.tree.map(lambda *x: jnp.stack(x), forced1, forced2, endgame, over)
 
@@ -74,11 +74,11 @@ def positions2(env2):
 def searched2(config2, positions2):
     """SearchResult rows and the three modes' logits for `positions2` (the compiled
     one-state search that `search.advise` uses, so the advice test reuses it)."""
-    fn = SA.advice_function(2, config2)
+    fn = action_values.advice_function(2, config2)
     out = [fn(jax.random.PRNGKey(7 + b), jax.tree.map(lambda x: x[b], positions2))
            for b in range(positions2.current_player.shape[0])]
     res = jax.tree.map(lambda *x: np.stack([np.asarray(v) for v in x]), *[o[1] for o in out])
-    logits = {m: np.stack([np.asarray(o[0][m]) for o in out]) for m in S.MODES}
+    logits = {m: np.stack([np.asarray(o[0][m]) for o in out]) for m in search.MODES}
     return res, logits
 
 
@@ -88,13 +88,13 @@ def mask_of(logits):
 
 def _values(res, b, n):
     """{protocol name: (value, se, rollouts)} of decision b's searched actions (actor seat 0)."""
-    return {R.action_name(int(a), 0, n): (float(q), float(se), int(r))
+    return {rules.action_name(int(a), 0, n): (float(q), float(se), int(r))
             for a, v, q, se, r in zip(res.action_ids[b], res.valid[b], res.q[b], res.se[b], res.rollouts[b]) if v}
 
 
 def test_forced_coup(searched2, positions2, config2):
     res, logits = searched2
-    coup = R.action_id("coup:1", 0, 2)
+    coup = rules.action_id("coup:1", 0, 2)
     budget = config2.num_worlds * config2.rollouts_per_world
     for b in (0, 1):
         mask = np.asarray(positions2.legal_action_mask[b])
@@ -102,7 +102,7 @@ def test_forced_coup(searched2, positions2, config2):
         assert res.searched[b]
         vals = _values(res, b, 2)
         assert list(vals) == ["coup:1"] and vals["coup:1"][2] == budget
-        for m in S.MODES:
+        for m in search.MODES:
             assert np.argmax(logits[m][b]) == coup and np.isfinite(logits[m][b][coup])
     # the opponent's last card: the coup ends the game, value exactly +1 in every world
     assert _values(res, 0, 2)["coup:1"][:2] == (1.0, 0.0)
@@ -121,7 +121,7 @@ def test_one_influence_endgame(searched2):
     others = {k: v[0] for k, v in vals.items() if k != "coup:1"}
     assert max(others.values()) < 1.0, others
     assert all(-1.0 <= v <= 1.0 for v in others.values())
-    coup = R.action_id("coup:1", 0, 2)
+    coup = rules.action_id("coup:1", 0, 2)
     assert np.argmax(logits["expected"][2]) == coup and logits["expected"][2][coup] == 0.0
     # best in every world, or tied best (another action may win all 8 of its rollouts too)
     slot = list(res.action_ids[2]).index(coup)
@@ -139,7 +139,7 @@ def test_one_influence_endgame(searched2):
 def test_terminated_is_not_searched(searched2, positions2):
     res, logits = searched2
     assert not res.searched[3] and not res.valid[3].any() and res.rollouts[3].sum() == 0
-    for m in S.MODES:
+    for m in search.MODES:
         lg = logits[m][3]
         assert np.isfinite(lg).all()  # the mask of a finished game is all True
         if m == "expected":
@@ -151,7 +151,7 @@ def test_terminated_is_not_searched(searched2, positions2):
 def test_logits_contract(searched2, positions2):
     _, logits = searched2
     mask = np.asarray(positions2.legal_action_mask)
-    for m in S.MODES:
+    for m in search.MODES:
         lg = logits[m]
         assert lg.dtype == np.float32
         np.testing.assert_array_equal(np.isneginf(lg), ~mask)
@@ -160,8 +160,8 @@ def test_logits_contract(searched2, positions2):
 
 def test_advice_is_reproducible(positions2, config2):
     endgame = jax.tree.map(lambda x: x[2], positions2)
-    a1 = S.advise(endgame, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
-    a2 = S.advise(endgame, seat=0, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
+    a1 = search.advise(endgame, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
+    a2 = search.advise(endgame, seat=0, mode="expected", budget=config2, key=jax.random.PRNGKey(3))
     assert a1 == a2
     assert a1["action"] == "coup:1" and a1["values"]["coup:1"] == 1.0 and a1["se"]["coup:1"] == 0.0
     assert [r["action"] for r in a1["actions"]][0] == "coup:1" and len(a1["actions"]) == 7
@@ -169,11 +169,11 @@ def test_advice_is_reproducible(positions2, config2):
     assert "coup:1" in a1["explanation"] and a1["searched"]
     assert a1["budget"]["num_worlds"] == 16 and a1["budget"]["max_rollout_steps"] is None
     with pytest.raises(ValueError):
-        S.advise(endgame, seat=1, budget=config2)
+        search.advise(endgame, seat=1, budget=config2)
     with pytest.raises(ValueError):
-        S.advise(endgame, mode="nope", budget=config2)
+        search.advise(endgame, mode="nope", budget=config2)
     with pytest.raises(ValueError):
-        S.advise(jax.tree.map(lambda x: x[3], positions2), budget=config2)
+        search.advise(jax.tree.map(lambda x: x[3], positions2), budget=config2)
 
 
 # ------------------------------------------------------------------ 4 players: worlds and batches
@@ -190,12 +190,12 @@ def states4(env4):
     init = jax.vmap(env4.init)(jax.random.split(jax.random.PRNGKey(5), 8))
     k = jax.random.split(jax.random.PRNGKey(6), 8)
     full = lambda a: jnp.full(8, a, jnp.int32)  # noqa: E731
-    react = step(init, full(R.TAX), k)
+    react = step(init, full(rules.TAX), k)
     ex = init
-    for a in (R.EXCHANGE, env4.layout.reaction + R.PASS, env4.layout.reaction + R.PASS,
-              env4.layout.reaction + R.PASS):
+    for a in (rules.EXCHANGE, env4.layout.reaction + rules.PASS, env4.layout.reaction + rules.PASS,
+              env4.layout.reaction + rules.PASS):
         ex = step(ex, full(a), k)
-    assert (np.asarray(ex._phase) == R.PH_EXCHANGE).all() and (np.asarray(ex.current_player) == 0).all()
+    assert (np.asarray(ex._phase) == rules.PH_EXCHANGE).all() and (np.asarray(ex.current_player) == 0).all()
     return jax.tree.map(lambda *x: jnp.concatenate(x), init, react, ex)
 
 
@@ -203,7 +203,7 @@ def test_worlds_come_from_the_observation(env4, states4):
     K = 16
     B = states4.current_player.shape[0]
     keys = jax.random.split(jax.random.PRNGKey(8), B)
-    worlds_of = jax.jit(jax.vmap(lambda k, s: S.world_states(env4, k, s, K)))
+    worlds_of = jax.jit(jax.vmap(lambda k, s: search.world_states(env4, k, s, K)))
     rehidden = testing.scramble_positions(states4, seed=9)
     assert (np.asarray(rehidden._hands) != np.asarray(states4._hands)).any()
     w1, w2 = worlds_of(keys, states4), worlds_of(keys, rehidden)
@@ -235,9 +235,9 @@ def test_policy_batch_independent(env4, states4):
     """Registered policy with kwargs (its own-seat rollout policy and a smoothed belief_ev
     prior included); a decision's logits do not depend on the rest of the batch (the
     pooled custom_vmap search equals one search per state)."""
-    pol = P.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256,
+    pol = policies.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256,
                         rollout_self_policy="honest", prior_policy="belief_ev", prior_uniform=0.1)
-    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == S.DEFAULT_CONFIG.rollout_policy
+    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == search.DEFAULT_CONFIG.rollout_policy
     fn = jax.jit(jax.vmap(pol))
     B = states4.current_player.shape[0]
     keys = jax.random.split(jax.random.PRNGKey(10), B)
@@ -255,28 +255,28 @@ def test_policy_batch_independent(env4, states4):
 
 def test_config_validation(env4):
     with pytest.raises(TypeError):
-        P.make_policy("thompson", env4, bogus=1)
+        policies.make_policy("thompson", env4, bogus=1)
     with pytest.raises(ValueError):
-        S.SearchConfig(num_worlds=0)
+        search.SearchConfig(num_worlds=0)
     with pytest.raises(ValueError):
-        S.SearchConfig(tau=0.0)
+        search.SearchConfig(tau=0.0)
     with pytest.raises(ValueError):
-        SW.resolve_policy(env4, "expected")  # a search policy cannot be its own rollout policy
+        world_states.rollout_policy(env4, "expected")  # a search policy cannot be its own rollout policy
     assert max_legal_actions(4) == 13 and max_legal_actions(2) == 7
-    assert S.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
+    assert search.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
     with pytest.raises(ValueError):
-        S.SearchConfig(prior_uniform=1.0)
+        search.SearchConfig(prior_uniform=1.0)
     with pytest.raises(TypeError):
-        S.SearchConfig(rollout_self_policy=3)
-    assert set(S.MODES) <= set(P.policy_names())
+        search.SearchConfig(rollout_self_policy=3)
+    assert set(search.MODES) <= set(policies.policy_names())
 
 
 def test_scripted_mix_is_the_average_of_the_bots(env4):
     """The fused `scripted_mix` equals the average of the five scripted bots' distributions
     (default weights) and a single bot with one-hot weights, on positions from every phase."""
-    run = arena.make_table_runner(env4, [P.make_policy("random", env4)])
+    run = seat_tables.make_table_runner(env4, [policies.make_policy("random", env4)])
     limit = jnp.asarray(np.random.default_rng(0).integers(0, 60, 256), jnp.int32)
-    states, _ = run(arena.game_keys(0, 0, 256), jnp.zeros((256, 4), jnp.int32), limit)
+    states, _ = run(seat_tables.game_keys(0, 0, 256), jnp.zeros((256, 4), jnp.int32), limit)
     live = np.flatnonzero(~np.asarray(states.terminated))  # policies act on live positions only
     states = jax.tree.map(lambda x: x[live], states)
     assert len(set(np.asarray(states._phase).tolist())) >= 4
@@ -285,21 +285,21 @@ def test_scripted_mix_is_the_average_of_the_bots(env4):
     def probs(pol):
         return np.asarray(jax.jit(jax.vmap(lambda k, s: jax.nn.softmax(pol(k, s))))(keys, states))
 
-    bots = [probs(P.make_policy(name, env4)) for name in pools.MIX_NAMES]
-    mix = P.make_policy("scripted_mix", env4)
+    bots = [probs(policies.make_policy(name, env4)) for name in pools.MIX_NAMES]
+    mix = policies.make_policy("scripted_mix", env4)
     np.testing.assert_allclose(probs(mix), np.mean(bots, axis=0), atol=1e-5)
     np.testing.assert_array_equal(np.isneginf(np.asarray(jax.vmap(mix)(keys, states))),
                                   ~np.asarray(states.legal_action_mask))
-    aggressive = P.make_policy("scripted_mix", env4, weights=(0, 0, 0, 1, 0))
+    aggressive = policies.make_policy("scripted_mix", env4, weights=(0, 0, 0, 1, 0))
     np.testing.assert_allclose(probs(aggressive), bots[pools.MIX_NAMES.index("aggressive")], atol=1e-5)
     with pytest.raises(ValueError):
-        P.make_policy("scripted_mix", env4, weights=(1, 1))
+        policies.make_policy("scripted_mix", env4, weights=(1, 1))
 
 
 # ------------------------------------------------------------------ thompson's per-world values
 def _shares(values, valid):
     """Thompson's best-action shares [B, M] from per-world values [B, K, M]."""
-    return np.asarray(S.best_shares(jnp.asarray(values), jnp.asarray(valid)))
+    return np.asarray(search.best_shares(jnp.asarray(values), jnp.asarray(valid)))
 
 
 def test_denoising_removes_rollout_noise_and_keeps_world_signal():
@@ -317,12 +317,12 @@ def test_denoising_removes_rollout_noise_and_keeps_world_signal():
     noise = rng.choice([-1.0, 1.0], size=(1, K, 4, Rr)).astype(np.float32)
     v_noise = mu[None, None, :, None] + noise
     raw = _shares(v_noise.mean(-1), valid)[0]
-    den = _shares(np.asarray(S.denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(search.denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
     assert raw[0] < 0.9 and raw[1:3].sum() > 0.1, raw
     np.testing.assert_allclose(den, [1.0, 0.0, 0.0, 0.0])
 
     signal = np.zeros((1, K, 4, Rr), np.float32) + mu[None, None, :, None]
     signal[:, : K // 2, 2] += 1.0
-    den = _shares(np.asarray(S.denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(search.denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
     np.testing.assert_allclose(den, _shares(signal.mean(-1), valid)[0])
     np.testing.assert_allclose(den, [0.5, 0.0, 0.5, 0.0])

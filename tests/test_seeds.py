@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from coupjax import seeds as S
+from coupjax import seeds
 from coupjax.args import report_seed
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ CRITERION_LINE = re.compile(r"^Criterion:\s*([0-9a-fA-F]{7,40})\s*$", re.MULTILI
 
 # ------------------------------------------------------------------ the checks
 def git(repo: Path, *args: str) -> str | None:
-    return S.git(*args, cwd=repo)
+    return seeds.git(*args, cwd=repo)
 
 
 def history_missing(repo: Path) -> str | None:
@@ -123,33 +123,33 @@ def ledger_problems(repo: Path, entries: list[dict]) -> list[str]:
 
 # ------------------------------------------------------------------ roles
 def test_roles_are_disjoint_and_seed_7_is_development():
-    tuning, dev, held = set(S.TUNING_SEEDS), set(S.DEVELOPMENT_SEEDS), set(S.HELD_OUT_SEEDS)
+    tuning, dev, held = set(seeds.TUNING_SEEDS), set(seeds.DEVELOPMENT_SEEDS), set(seeds.HELD_OUT_SEEDS)
     assert not tuning & dev and not tuning & held and not dev & held
-    assert 7 in dev and "main job" in S.DEVELOPMENT_SEEDS[7] and S.REPORT_SEED == 7
+    assert 7 in dev and "main job" in seeds.DEVELOPMENT_SEEDS[7] and seeds.REPORT_SEED == 7
     assert len(held) >= 50
-    assert [S.seed_role(s) for s in (0, 7, 150, 42)] == ["tuning", "development", "held-out", "other"]
+    assert [seeds.seed_role(s) for s in (0, 7, 150, 42)] == ["tuning", "development", "held-out", "other"]
 
 
 def test_reporting_seeds_refuse_tuning_and_accept_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setenv(S.LEDGER_ENV, str(tmp_path / "ledger.jsonl"))
-    for seed in S.TUNING_SEEDS:
+    monkeypatch.setenv(seeds.LEDGER_ENV, str(tmp_path / "ledger.jsonl"))
+    for seed in seeds.TUNING_SEEDS:
         with pytest.raises(Exception, match="used to tune"):
             report_seed(str(seed))
-    assert [report_seed(str(s)) for s in (7, 42, S.HELD_OUT_SEEDS[0])] == [7, 42, S.HELD_OUT_SEEDS[0]]
+    assert [report_seed(str(s)) for s in (7, 42, seeds.HELD_OUT_SEEDS[0])] == [7, 42, seeds.HELD_OUT_SEEDS[0]]
 
 
 # ------------------------------------------------------------------ the ledger
 def test_a_held_out_seed_is_recorded_others_are_not(tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
-    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
-    monkeypatch.setenv(S.CRITERION_ENV, "HEAD")
+    monkeypatch.setenv(seeds.LEDGER_ENV, str(ledger))
+    monkeypatch.setenv(seeds.CRITERION_ENV, "HEAD")
     for seed in (7, 42):
         report_seed(str(seed))
     assert not ledger.exists()
-    held = S.HELD_OUT_SEEDS[-1]
-    S.check_report_seed(held, "tests: a report")
-    S.check_report_seed(held, "tests: a report")  # once per process, seed and command
-    entries = S.read_ledger(ledger)
+    held = seeds.HELD_OUT_SEEDS[-1]
+    seeds.check_report_seed(held, "tests: a report")
+    seeds.check_report_seed(held, "tests: a report")  # once per process, seed and command
+    entries = seeds.read_ledger(ledger)
     assert len(entries) == 1
     e = entries[0]
     assert {"command", "report", "argv", "commit", "seed", "time", "criterion", "criterion_commit"} <= set(e)
@@ -161,22 +161,22 @@ def test_a_held_out_seed_is_recorded_others_are_not(tmp_path, monkeypatch):
 
 
 def test_tests_never_write_the_committed_ledger(monkeypatch):
-    before = S.COMMITTED_LEDGER.read_bytes() if S.COMMITTED_LEDGER.exists() else None
-    monkeypatch.delenv(S.LEDGER_ENV, raising=False)
-    assert os.environ.get("PYTEST_CURRENT_TEST") and S.ledger_path() is None
-    S.check_report_seed(S.HELD_OUT_SEEDS[1], "tests: no ledger")
-    monkeypatch.setenv(S.LEDGER_ENV, str(S.COMMITTED_LEDGER))  # even pointed at it
-    assert S.record_held_out_use(S.HELD_OUT_SEEDS[2], "tests: committed ledger") is None
-    monkeypatch.setenv(S.LEDGER_ENV, "")
-    assert S.ledger_path() is None
-    after = S.COMMITTED_LEDGER.read_bytes() if S.COMMITTED_LEDGER.exists() else None
+    before = seeds.COMMITTED_LEDGER.read_bytes() if seeds.COMMITTED_LEDGER.exists() else None
+    monkeypatch.delenv(seeds.LEDGER_ENV, raising=False)
+    assert os.environ.get("PYTEST_CURRENT_TEST") and seeds.ledger_path() is None
+    seeds.check_report_seed(seeds.HELD_OUT_SEEDS[1], "tests: no ledger")
+    monkeypatch.setenv(seeds.LEDGER_ENV, str(seeds.COMMITTED_LEDGER))  # even pointed at it
+    assert seeds.record_held_out_use(seeds.HELD_OUT_SEEDS[2], "tests: committed ledger") is None
+    monkeypatch.setenv(seeds.LEDGER_ENV, "")
+    assert seeds.ledger_path() is None
+    after = seeds.COMMITTED_LEDGER.read_bytes() if seeds.COMMITTED_LEDGER.exists() else None
     assert before == after
 
 
 def test_the_committed_ledger_and_formats_exist():
-    assert S.COMMITTED_LEDGER.is_file() and (S.COMMITTED_LEDGER.parent / "README.md").is_file()
-    for e in S.read_ledger():
-        assert {"command", "commit", "seed", "time"} <= set(e) and S.seed_role(e["seed"]) == "held-out"
+    assert seeds.COMMITTED_LEDGER.is_file() and (seeds.COMMITTED_LEDGER.parent / "README.md").is_file()
+    for e in seeds.read_ledger():
+        assert {"command", "commit", "seed", "time"} <= set(e) and seeds.seed_role(e["seed"]) == "held-out"
 
 
 def test_every_criterion_file_has_its_fields():
@@ -194,7 +194,7 @@ def test_results_and_ledger_come_after_their_criteria_in_this_repository():
     if reason:
         pytest.skip(reason)
     assert results_problems(REPO) == []
-    assert ledger_problems(REPO, S.read_ledger()) == []
+    assert ledger_problems(REPO, seeds.read_ledger()) == []
 
 
 # ------------------------------------------------------------------ the history, built here
@@ -293,6 +293,6 @@ def test_a_held_out_use_before_its_criterion_fails(repo):
 
 def test_the_writer_names_the_criterion_commit(repo, monkeypatch):
     c = repo.commit({CRIT: CRITERION})
-    assert S.criterion_commit(CRIT, cwd=repo.path) == c
-    assert S.criterion_commit(c[:10], cwd=repo.path) == c
-    assert S.criterion_commit("docs/experiments/none.md", cwd=repo.path) is None
+    assert seeds.criterion_commit(CRIT, cwd=repo.path) == c
+    assert seeds.criterion_commit(c[:10], cwd=repo.path) == c
+    assert seeds.criterion_commit("docs/experiments/none.md", cwd=repo.path) is None

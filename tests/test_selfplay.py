@@ -16,7 +16,7 @@ import pytest
 from coupjax import Env
 from coupjax.inference import load_policy, mlp_apply
 from coupjax.testing import check_policy
-from training import checkpoint as C
+from training import checkpoint
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
 from training.league import League
 from training.selfplay import calibration_sums, ece_from_sums, load_belief, make_train, seat_advantages
@@ -145,9 +145,9 @@ def test_pure_train_equals_chunked(setup, chunks):
 
 def test_resume_gives_the_identical_next_chunk(setup, chunks, tmp_path):
     _, rs1, rs2, _ = chunks
-    manager = C.checkpoint_manager(tmp_path / "ckpt")
-    C.save_checkpoint(manager, 1, rs1, {"algo": "selfplay"})
-    host, _, step = C.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
+    manager = checkpoint.checkpoint_manager(tmp_path / "ckpt")
+    checkpoint.save_checkpoint(manager, 1, rs1, {"algo": "selfplay"})
+    host, _, step = checkpoint.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
     resumed, _ = setup.train_chunk(setup.put(host))
     assert step == 1 and _same(resumed, rs2)
 

@@ -1,4 +1,4 @@
-"""``selfplay_search`` (`coupjax.search.selfplay`) on a tiny self-play export made here.
+"""``selfplay_search`` (`coupjax.search.selfplay_search`) on a tiny self-play export made here.
 
 The export comes from `training.selfplay.export` of an untrained run (only ``init`` is
 compiled), with its value head (``value_file``), which scores cut rollouts.  The slow tests run the policy's full checks.
@@ -14,11 +14,11 @@ import pytest
 from flax import serialization
 
 from coupjax import Env, testing
-from coupjax import rules as R
-from coupjax.beliefs import posterior as POST
+from coupjax import rules
+from coupjax.beliefs import posterior
 from coupjax.policies import resolve_policy
-from coupjax.search import selfplay as SP
-from coupjax.view import parse
+from coupjax.search import selfplay_search
+from coupjax.observation import parse
 from training.config import config_from_dict
 
 selfplay = pytest.importorskip("training.selfplay", reason="self-play training (issue 16) is not on this branch")
@@ -73,21 +73,21 @@ def test_spec_errors_name_the_problem(env, run, tmp_path):
     with pytest.raises(ValueError, match="needs a self-play run directory"):
         resolve_policy("selfplay_search", env)
     with pytest.raises(ValueError, match="no exported policy"):
-        SP.make_selfplay_search(env, tmp_path / "nothing")
-    from training import checkpoint as C
+        selfplay_search.make_selfplay_search(env, tmp_path / "nothing")
+    from training import checkpoint
     from training.networks import init_params, make_network
 
     params = init_params(make_network(env, (8,)), jax.random.PRNGKey(0), env.observation_shape[0])
-    C.write_export(tmp_path / "dqn", params, kind="dqn", num_players=4, hidden_sizes=(8,),
+    checkpoint.write_export(tmp_path / "dqn", params, kind="dqn", num_players=4, hidden_sizes=(8,),
                    obs_dim=env.observation_shape[0], num_actions=env.num_actions, temperature=0.0, config={})
     with pytest.raises(ValueError, match="not a self-play run"):
-        SP.make_selfplay_search(env, tmp_path / "dqn")
+        selfplay_search.make_selfplay_search(env, tmp_path / "dqn")
 
 
 def test_value_cut_is_the_value_head_on_the_seats_view(env, run, positions):
     states, _ = positions
-    value = SP.load_value(run)
-    cut = SP.value_cut(env, value)
+    value = selfplay_search.load_value(run)
+    cut = selfplay_search.value_cut(env, value)
     seats = jnp.arange(4)
     got = jax.jit(jax.vmap(lambda s: jax.vmap(lambda q: cut(s, q))(seats)))(states)  # [B, n]
     head = jax.jit(jax.vmap(lambda s: jax.vmap(lambda q: value(env.observe(s, q)))(seats)))(states)
@@ -115,17 +115,17 @@ def test_learned_worlds_keep_the_facts_and_follow_the_belief(env, positions):
     free = np.asarray(v.unseen) - 3 * np.asarray(v.disproven[1])  # unseen copies opponent 1 may hold
     role = int(np.argmax(free))
     assert hidden[b, 1] == 2 and free[role] > 0
-    sure = jnp.zeros((3, R.NUM_ROLES)).at[0, role].set(1.0)
-    sampler = SP.learned_world_sampler(lambda o: jnp.where(sure > 0, 0.999, 0.2), oversample=8)
-    both = jax.jit(lambda k, o: (sampler(k, o, 4, K), POST.sample_worlds(k, o, 4, K, SP.NEUTRAL)))
+    sure = jnp.zeros((3, rules.NUM_ROLES)).at[0, role].set(1.0)
+    sampler = selfplay_search.learned_world_sampler(lambda o: jnp.where(sure > 0, 0.999, 0.2), oversample=8)
+    both = jax.jit(lambda k, o: (sampler(k, o, 4, K), posterior.sample_worlds(k, o, 4, K, selfplay_search.NEUTRAL)))
     learned, neutral = both(jax.random.PRNGKey(1), obs)
     assert _holds(learned, 1, role).mean() > _holds(neutral, 1, role).mean() + 0.2
     hands, deck, drawn = (np.asarray(x) for x in learned)
     visible = np.asarray(v.visible)
     other_draw = drawn if int(v.exchanger) > 0 else np.full((K, 0), -1)
     cards = np.concatenate([hands[:, 1:].reshape(K, -1), deck, other_draw], axis=1)
-    counts = (cards[:, :, None] == np.arange(R.NUM_ROLES)).sum(axis=1) + visible
-    np.testing.assert_array_equal(counts, np.full((K, R.NUM_ROLES), 3))  # every world: 3 of each role
+    counts = (cards[:, :, None] == np.arange(rules.NUM_ROLES)).sum(axis=1) + visible
+    np.testing.assert_array_equal(counts, np.full((K, rules.NUM_ROLES), 3))  # every world: 3 of each role
     np.testing.assert_array_equal(hands[:, 0], np.broadcast_to(np.asarray(v.own_cards), (K, 2)))
     np.testing.assert_array_equal((hands[:, 1:] >= 0).sum(axis=-1), np.broadcast_to(np.asarray(v.hidden)[1:], (K, 3)))
 
@@ -149,9 +149,9 @@ def test_a_corrupt_or_missing_head_file_is_named(run, tmp_path):
     shutil.copytree(run, d)
     (d / "export" / "value.msgpack").write_bytes(b"\xc1 not msgpack")
     with pytest.raises(ValueError, match=r"corrupt value file .*value\.msgpack"):
-        SP.read_head(d, "value")
+        selfplay_search.read_head(d, "value")
     (d / "export" / "value.msgpack").unlink()
     with pytest.raises(ValueError, match=r"missing value file .*value\.msgpack"):
-        SP.read_head(d, "value")
+        selfplay_search.read_head(d, "value")
     with pytest.raises(ValueError, match="missing parameter file"):
         read_msgpack(d / "export" / "nothing.msgpack", "parameter")

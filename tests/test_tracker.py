@@ -24,16 +24,16 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax import search
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.recommend import advice_params, recommend
 from coupjax.advice.explain import challenge_advice
 from coupjax.events import event_to_dict, last_event
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import Match, ReplayError, compiled
-from coupjax.tracker import Tracker, TrackerError, worlds as W
-from coupjax.tracker import core as C
+from coupjax.tracker import Tracker, TrackerError, card_timeline
+from coupjax.tracker import core
 from tests.play import stalling_choice
 from tests.public_record import PublicRecord
 
@@ -74,7 +74,7 @@ def random_game(n: int, seed: int, style: str = "uniform", illegal: float | None
             a = rng.choice(list(np.flatnonzero(~mask)))
         else:
             p = int(state.current_player)
-            a = _pick(rng, style, list(np.flatnonzero(mask)), lambda a: R.action_name(a, p, n))
+            a = _pick(rng, style, list(np.flatnonzero(mask)), lambda a: rules.action_name(a, p, n))
         k += 1
         state = step(state, np.int32(a), np.asarray([seed, k], np.uint32))  # a raw PRNG key
         yield state, event_to_dict(last_event(state), n)
@@ -100,10 +100,10 @@ def _rows(hands, n):
 def follow(n: int, seed: int, seat: int, style: str, counts: Counter, times: list | None = None) -> Tracker:
     """Play one game, feeding a tracker the public events and ``seat``'s own cards, and check
     every step (module doc)."""
-    fn = C.functions(n)
+    fn = core.functions(n)
     game = random_game(n, seed, style)
     state, _ = next(game)
-    tracker = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    tracker = Tracker(n, seat, [rules.ROLES[c] for c in deal.hands(state)[seat]])
     oracle = PublicRecord(n)
     for state, private in game:
         public = event_to_dict(last_event(state), n, public=True)
@@ -120,15 +120,15 @@ def follow(n: int, seed: int, seat: int, style: str, counts: Counter, times: lis
         for field in PUBLIC_FIELDS:
             assert np.array_equal(getattr(a, field), getattr(b, field)), (where, field)
         assert np.array_equal(a._hands[seat], b._hands[seat]), where  # own cards, in hand-index order
-        exchanging_other = int(a._phase) == R.PH_EXCHANGE and int(a._actor) != seat
+        exchanging_other = int(a._phase) == rules.PH_EXCHANGE and int(a._actor) != seat
         if not exchanging_other:
             assert np.array_equal(a.legal_action_mask, b.legal_action_mask), where
         if int(a.current_player) == seat:
             assert np.array_equal(a.observation, b.observation), where
-        hands = P.hands(b)
+        hands = deal.hands(b)
         hands_rel = _rows([hands[(seat + k) % n] for k in range(n)], n)
-        own_drawn = P.drawn(b) if int(a._phase) == R.PH_EXCHANGE and int(a._actor) == seat else []
-        bad = oracle.contradictions(seat, hands[seat], own_drawn, hands_rel, P.deck_order(b), P.drawn(b))
+        own_drawn = deal.drawn(b) if int(a._phase) == rules.PH_EXCHANGE and int(a._actor) == seat else []
+        bad = oracle.contradictions(seat, hands[seat], own_drawn, hands_rel, deal.deck_order(b), deal.drawn(b))
         assert not bad, (where, bad)
         assert not oracle.located_broken(seat, hands_rel) and not oracle.kept_broken(seat, hands_rel), where
     return tracker
@@ -145,7 +145,7 @@ def _count(counts: Counter, e: dict, seat: int) -> None:
     counts["own exchange"] += e["phase"] == "exchange" and e["seat"] == seat
     counts["forfeit"] += e["forfeit"]
     counts["own forfeit"] += e["forfeit"] and e["seat"] == seat
-    counts["capped"] += e["game_over"] and e["turn"] == R.TURN_CAP - 1
+    counts["capped"] += e["game_over"] and e["turn"] == rules.TURN_CAP - 1
 
 
 def _games(count: int, first_seed: int):
@@ -183,16 +183,16 @@ def test_thousands_of_games(monkeypatch):
     Quick twin: test_one_game_with_every_kind_of_step."""
     count = int(os.environ.get("COUPJAX_TRACKER_GAMES", "3000"))
     nodes, search_ms = [], []
-    original = W.find_world
+    original = card_timeline.find_world
 
-    def counted(record, hint=None, limit=W.NODE_LIMIT, stats=None):
+    def counted(record, hint=None, limit=card_timeline.NODE_LIMIT, stats=None):
         box, t0 = {}, time.perf_counter()
         try:
             return original(record, hint, limit, box)
         finally:
             search_ms.append((time.perf_counter() - t0) * 1000)
             nodes.append(box.get("nodes", 0))
-    monkeypatch.setattr(C, "find_world", counted)
+    monkeypatch.setattr(core, "find_world", counted)
     counts, times, seats = Counter(), [], Counter()
     for n, seed, seat, style in _games(count, 10_000):
         seats[n, seat] += 1
@@ -207,12 +207,12 @@ def test_thousands_of_games(monkeypatch):
           f"whole entry median {np.median(t):.2f} ms, p99 {np.percentile(t, 99):.1f} ms, max {t.max():.0f} ms; "
           f"world searches {len(w)} (one per entry that moves cards, one per deal): time median {np.median(ms):.2f} ms, "
           f"p99 {np.percentile(ms, 99):.2f} ms, max {ms.max():.1f} ms; candidate hands median {np.median(w):.0f}, "
-          f"p99 {np.percentile(w, 99):.0f}, max {w.max()} (bound {W.NODE_LIMIT}); {dict(counts)}")
-    assert w.max() < W.NODE_LIMIT // 20
+          f"p99 {np.percentile(w, 99):.0f}, max {w.max()} (bound {card_timeline.NODE_LIMIT}); {dict(counts)}")
+    assert w.max() < card_timeline.NODE_LIMIT // 20
 
 
 # ---------------------------------------------------------------- the world search is exact
-def _fits(record: W.CardRecord, world: W.World) -> bool:
+def _fits(record: card_timeline.CardRecord, world: card_timeline.World) -> bool:
     """An independent check of a world against a record: every fact, and at most 3 of a
     role outside the deck at every moment (another seat's exchange draws what its keep needs)."""
     me, ops = record.seat, record.ops
@@ -250,11 +250,11 @@ def _fits(record: W.CardRecord, world: W.World) -> bool:
     return True
 
 
-def _random_record(rng: random.Random) -> W.CardRecord:
+def _random_record(rng: random.Random) -> card_timeline.CardRecord:
     n = rng.choice([2, 3])
     roles = rng.sample(range(5), 3)  # few roles: the facts collide
     hand = [rng.choice(roles), rng.choice(roles)]
-    rec = W.CardRecord(n, 0, tuple(hand))
+    rec = card_timeline.CardRecord(n, 0, tuple(hand))
     hidden = [2] * n
     own = list(hand)
     unknown = n - 1  # opponents' variables: dealt hands, then renewals
@@ -290,7 +290,7 @@ def _random_record(rng: random.Random) -> W.CardRecord:
     return rec
 
 
-def _all_worlds(rec: W.CardRecord):
+def _all_worlds(rec: card_timeline.CardRecord):
     variables = [("hands", s, 2) for s in rec.opponents()]
     size = {s: 2 for s in range(rec.num_players)}
     for i, (kind, s, role, cards) in enumerate(rec.ops):
@@ -300,9 +300,9 @@ def _all_worlds(rec: W.CardRecord):
             variables.append(("redraw", i, None))
         elif s != rec.seat and kind == "keep":
             variables.append(("keep", i, size[s]))
-    domains = [range(5) if kind == "redraw" else W.MULTISETS[k] for kind, _, k in variables]
+    domains = [range(5) if kind == "redraw" else card_timeline.MULTISETS[k] for kind, _, k in variables]
     for values in itertools.product(*domains):
-        world = W.World({}, {}, {})
+        world = card_timeline.World({}, {}, {})
         for (kind, key, _), v in zip(variables, values):
             getattr(world, kind)[key] = v
         yield world
@@ -314,24 +314,24 @@ def test_world_search_agrees_with_brute_force():
     for _ in range(150):
         rec = _random_record(rng)
         exists = any(_fits(rec, w) for w in _all_worlds(rec))
-        world = W.find_world(rec)
+        world = card_timeline.find_world(rec)
         assert (world is not None) == exists, rec
         if world is not None:
             assert _fits(rec, world), (rec, world)
-            W.layout(rec, world)  # conserves the cards
+            card_timeline.layout(rec, world)  # conserves the cards
         outcomes[exists] += 1
     assert outcomes[True] > 20 and outcomes[False] > 20, outcomes
 
 
 def test_a_proven_claim_locates_a_card():
     """A proven duke with the other two in my hand: the hands unchanged since hold none."""
-    rec = W.CardRecord(3, 0, (R.DUKE, R.DUKE), [("need", 1, R.DUKE, None), ("redraw", 1, R.DUKE, None)])
-    assert W.find_world(rec) is not None
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 2, R.DUKE, None)])) is None
+    rec = card_timeline.CardRecord(3, 0, (rules.DUKE, rules.DUKE), [("need", 1, rules.DUKE, None), ("redraw", 1, rules.DUKE, None)])
+    assert card_timeline.find_world(rec) is not None
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 2, rules.DUKE, None)])) is None
     # the claimant may have drawn it back, and an exchange may draw it
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 1, R.DUKE, None)])) is not None
-    ex = rec.ops + [("draw", 2, None, None), ("keep", 2, None, None), ("reveal", 2, R.DUKE, None)]
-    assert W.find_world(W.CardRecord(3, 0, rec.hand, ex)) is not None
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, rec.ops + [("reveal", 1, rules.DUKE, None)])) is not None
+    ex = rec.ops + [("draw", 2, None, None), ("keep", 2, None, None), ("reveal", 2, rules.DUKE, None)]
+    assert card_timeline.find_world(card_timeline.CardRecord(3, 0, rec.hand, ex)) is not None
 
 
 # ---------------------------------------------------------------- advice
@@ -346,16 +346,16 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
     engine's observation and the search's on the engine state, with the same key (the
     default suite searches with a small budget; ``-m slow`` with the default one)."""
     n, seat = 3, 1
-    fn = C.functions(n)
+    fn = core.functions(n)
     game = random_game(n, 5, "long", illegal=0.0)
     state, _ = next(game)
-    tracker = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+    tracker = Tracker(n, seat, [rules.ROLES[c] for c in deal.hands(state)[seat]])
     phases = Counter()
     for state, private in game:
         tracker.add_event(event_to_dict(last_event(state), n, public=True), **own_facts(private, seat))
         if bool(state.terminated) or int(state.current_player) != seat:
             continue
-        phase = R.PHASES[int(state._phase)]
+        phase = rules.PHASES[int(state._phase)]
         if phases[phase] >= 2:
             continue
         phases[phase] += 1
@@ -368,7 +368,7 @@ def test_the_advice_for_a_record_is_the_advice_for_the_game(budget):
             assert {k: want[k] for k in got["challenge"]} == got["challenge"]
         if phase == "action":
             ev = np.asarray(recommend_action(obs, np.asarray(state.legal_action_mask), n)["ev"])
-            assert got["action"]["values"] == {R.action_name(int(a), seat, n): round(float(ev[a]), 4)
+            assert got["action"]["values"] == {rules.action_name(int(a), seat, n): round(float(ev[a]), 4)
                                                for a in np.flatnonzero(np.isfinite(ev))}
         assert got["search"] == search.advise(state, key=key, budget=budget)
         assert got["recommendation"] == recommend(obs, state.legal_action_mask, n, seat, got["search"])
@@ -504,7 +504,7 @@ def recorded(tmp_path_factory):
     for seed in range(300):
         game = random_game(n, seed, "long")
         state, _ = next(game)
-        t = Tracker(n, seat, [R.ROLES[c] for c in P.hands(state)[seat]])
+        t = Tracker(n, seat, [rules.ROLES[c] for c in deal.hands(state)[seat]])
         for state, private in game:
             t.add_event(event_to_dict(last_event(state), n, public=True), **own_facts(private, seat))
         kinds = {e["phase"] for e in t.events if e["seat"] == seat}

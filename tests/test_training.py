@@ -16,7 +16,7 @@ import pytest
 from coupjax import Env
 from coupjax.game.views import NUM_SEAT_FEATURES
 from coupjax.inference import load_policy, mlp_apply
-from training import checkpoint as C
+from training import checkpoint
 from training.buffer import make_replay_buffer
 from training.config import ConfigError, config_from_dict, load_config
 from training.dqn import (MaskedEpsilonGreedy, bellman_target, exploration_distribution, make_train, masked_greedy,
@@ -173,9 +173,9 @@ def test_learner_transitions_are_at_learner_decisions(setup, two_chunks):
 # ------------------------------------------------------------------ checkpoints and export
 def test_resume_equals_uninterrupted(setup, two_chunks, tmp_path):
     rs0, rs1, rs2, _ = two_chunks
-    manager = C.checkpoint_manager(tmp_path / "ckpt")
-    C.save_checkpoint(manager, 1, rs1, {"note": "tiny"})
-    host, cfg, step = C.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
+    manager = checkpoint.checkpoint_manager(tmp_path / "ckpt")
+    checkpoint.save_checkpoint(manager, 1, rs1, {"note": "tiny"})
+    host, cfg, step = checkpoint.restore_checkpoint(tmp_path / "ckpt", setup.abstract_state())
     assert step == 1 and cfg == {"note": "tiny"}
     resumed, _ = setup.train_chunk(setup.put(host))
     assert _same(resumed.params, rs2.params)
@@ -184,10 +184,10 @@ def test_resume_equals_uninterrupted(setup, two_chunks, tmp_path):
 
 def test_missing_or_corrupt_checkpoint_is_named(setup, tmp_path):
     with pytest.raises(ValueError, match="no checkpoint"):
-        C.restore_checkpoint(tmp_path / "nothing", setup.abstract_state())
+        checkpoint.restore_checkpoint(tmp_path / "nothing", setup.abstract_state())
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="empty"):
-        C.restore_checkpoint(tmp_path / "empty", setup.abstract_state())
+        checkpoint.restore_checkpoint(tmp_path / "empty", setup.abstract_state())
 
 
 def test_export_load_act(setup, two_chunks, tmp_path):
@@ -310,7 +310,7 @@ def test_cli_resume_after_interruption_matches(setup, tmp_path):
 def test_bc_collect_numbers_games():
     """Every row carries its game: within a game the turn never goes back, and a new game
     of a lane starts at turn 0."""
-    from coupjax.view import parse
+    from coupjax.observation import parse
     from training.bc import collect_dataset
 
     env = Env(4)

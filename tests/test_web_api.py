@@ -406,14 +406,14 @@ def test_card_loss_advice_names_the_cards_like_the_buttons(client):
     labels = [c["label"] for c in page["choices"]]
     assert labels == ["Lose your Assassin", "Lose your Contessa"]
     # the search advises a loss (here without the search, its answer's shape): said as the buttons say it
-    from coupjax.web import advice as A
+    from coupjax.web import advice_text
 
     adv = {"recommendation": {"action": "reveal:1", "action_id": 9, "source": "search", "close_call": False,
                               "settled": False, "reasons": ["The search values reveal:1 at +0.10 ± 0.02, clearly ahead."],
                               "alternatives": [{"id": 9, "value": 0.1, "se": 0.02}]},
            "search": {"actions": [{"action": f"reveal:{i}", "value": 0.1 * i, "se": 0.02, "best_share": 0.5}
                                   for i in (0, 1)]}}
-    words = A.describe(adv, page["names"], 0, page["table"], page["hand"], "balanced")
+    words = advice_text.describe(adv, page["names"], 0, page["table"], page["hand"], "balanced")
     assert words["recommended"]["text"] == "Lose your Contessa" and words["recommended"]["text"] in labels
     assert [v["text"] for v in words["values"]] == ["lose your Assassin", "lose your Contessa"]
     assert words["recommended"]["reasons"] == ["The search values lose your Contessa at +0.10 ± 0.02, clearly ahead."]

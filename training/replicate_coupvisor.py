@@ -38,7 +38,7 @@ each seed (``--seeds`` of them: ``--seed``, ``--seed`` + 1, ...; default from
 
    Online, ``win_rate``: the policy in one seat of ``--online-games`` 4-player tables per
    seed against 3 opponents drawn uniformly from the evaluation pool
-   (`coupjax.policies.pools.OPPONENTS`), in `coupjax.arena` (the one table loop and
+   (`coupjax.policies.pools.OPPONENTS`), in `coupjax.seat_tables` (the one table loop and
    the one definition of winning: placement 1 by the rules' ranking), with common
    random numbers across policies.
 

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from coupjax import rules as R
-from coupjax.view import parse
+from coupjax.observation import parse
 
 
 @struct.dataclass

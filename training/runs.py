@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from coupjax.arena import play_tables
+from coupjax.seat_tables import play_tables
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import REPORT_SEED
 from training.config import config_to_dict
@@ -17,7 +17,7 @@ from training.config import config_to_dict
 
 # ------------------------------------------------------------------ evaluation
 def evaluate_run(env, run_dir, num_games: int, seed: int = REPORT_SEED) -> dict:
-    """The seat table (`coupjax.arena.play_tables`) of a run's export, of each training
+    """The seat table (`coupjax.seat_tables.play_tables`) of a run's export, of each training
     seed's export (``RUN/exports/seed_K``, self-play with several seeds) and of every
     policy of the evaluation pool, over the same seeded tables:
     {"trained" | "trained/seed_K" | name: row}."""

@@ -64,7 +64,7 @@ from coupjax import rules as R
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
 from coupjax.inference import mlp_apply, observation_scale
-from coupjax.view import parse
+from coupjax.observation import parse
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, member_label
 from training.networks import MLP, init_params
@@ -423,7 +423,7 @@ def seed_params(rs: RunnerState, seed: int) -> dict:
 def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
     the policy MLP (`coupjax.inference`, kind ``selfplay``), the belief MLP and the value
-    MLP (``value_file``, which `coupjax.search.selfplay` uses to score cut rollouts)."""
+    MLP (``value_file``, which `coupjax.search.selfplay_search` uses to score cut rollouts)."""
     from training import checkpoint as C
 
     cfg, env = setup.config, setup.env

@@ -10,11 +10,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.challenge import AdvisorParams
 from coupjax.beliefs import posterior as POST
 from coupjax.game.tables import tables
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 
 @struct.dataclass
@@ -104,7 +104,7 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
     post = POST.exact_posterior(obs, n, params.posterior_params()) if posterior is None else posterior
     marg = post["role_marginals"]
     has = jnp.asarray(POST.HAND_HAS)
-    p_cap_amb = post["hand_probs"] @ (1.0 - (1.0 - has[:, R.CAPTAIN]) * (1.0 - has[:, R.AMBASSADOR]))
+    p_cap_amb = post["hand_probs"] @ (1.0 - (1.0 - has[:, rules.CAPTAIN]) * (1.0 - has[:, rules.AMBASSADOR]))
     opp = (v.hidden > 0) & (jnp.arange(n) > 0)
     bb = ev.bluff_block_rate
     coins = v.coins.astype(jnp.float32)
@@ -116,8 +116,8 @@ def recommend_action(obs, mask, num_players: int, params: AdvisorParams = Adviso
     harm = ev.kill_coins * jnp.where(v.hidden == 1, ev.elim_factor, 1.0) * (1.0 + ev.leader_bonus * share)
     harm = jnp.where(opp, harm, 0.0)
     blk = lambda pr: jnp.where(opp, pr + (1.0 - pr) * bb, 0.0)  # noqa: E731
-    p_fa_block = 1.0 - jnp.prod(1.0 - blk(marg[:, R.DUKE]))
-    p_ass_block = blk(marg[:, R.CONTESSA])
+    p_fa_block = 1.0 - jnp.prod(1.0 - blk(marg[:, rules.DUKE]))
+    p_ass_block = blk(marg[:, rules.CONTESSA])
     p_steal_block = blk(p_cap_amb)
     stake = jnp.minimum(2.0, coins)
 

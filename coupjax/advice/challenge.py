@@ -2,7 +2,7 @@
 
 Everything numeric here is pure, fixed-shape and jit/vmap-able (``num_players`` is
 static); the explanation strings are built in Python from the jitted numbers.  The
-advisor reads nothing but the observation (`coupjax.view`) and,
+advisor reads nothing but the observation (`coupjax.observation`) and,
 for `recommend_action`, the legal mask.
 
 Challenge decisions
@@ -115,7 +115,7 @@ from coupjax import rules as R
 from coupjax.beliefs import coupvisor as B
 from coupjax.beliefs import posterior as POST
 from coupjax.paths import config_path
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 KINDS = ("tax", "assassinate", "steal", "exchange", "block_duke", "block_contessa", "block_captain",
          "block_ambassador")

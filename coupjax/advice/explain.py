@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.action_ev import REJECTED_BLUFF_PENALTY
 from coupjax.advice.challenge import (CONTEXT_TEXT, CONTEXTS, KINDS, STEAL_CONTEXTS, STYLES, AdvisorParams,
                                       advise_challenge)
@@ -34,7 +34,7 @@ def explain_challenge(advice: dict, num_players: int, belief: str = "exact", sty
     if not bool(a["decision"]):
         return "No challenge decision: the observer is not facing a claim it may challenge."
     kind, ctx = KINDS[int(a["kind"])], CONTEXTS[int(a["context"])]
-    role = R.ROLES[int(a["role"])]
+    role = rules.ROLES[int(a["role"])]
     who = seat(int(a["claimant"]))
     what = (f"{who} blocks with a {role} claim ({kind})" if bool(a["answer"])
             else f"{who} claims {role} ({kind}"
@@ -92,7 +92,7 @@ def challenge_advice(obs, num_players: int, belief: str = "exact", params: Advis
     out = {k: (v.tolist() if v.ndim else v.item()) for k, v in adv.items()}
     out["explanation"] = explain_challenge(adv, num_players, belief, style, observer_seat, calibrated)
     out["kind_name"] = KINDS[out["kind"]] if out["kind"] >= 0 else None
-    out["role_name"] = R.ROLES[out["role"]] if out["decision"] else None
+    out["role_name"] = rules.ROLES[out["role"]] if out["decision"] else None
     out["recommendation"] = ("no decision" if not out["decision"] else "challenge" if out["challenge"]
                              else "close call: don't challenge" if out["close_call"] else "don't challenge")
     return out
@@ -111,7 +111,7 @@ def explain_action(result: dict, num_players: int, observer_seat: int | None = N
     order = [a for a in np.argsort(-ev) if np.isfinite(ev[a])][:top]
     parts = []
     for a in order:
-        name = R.action_name(int(a), seat, n)
+        name = rules.action_name(int(a), seat, n)
         if observer_seat is None and ":" in name:
             k = (int(name.split(":")[1]) - seat) % n
             name = f"{name.split(':')[0]}:+{k}"
@@ -123,7 +123,7 @@ def explain_action(result: dict, num_players: int, observer_seat: int | None = N
         if r["p_block"][a] > 0:
             extra += f", blocked with p {float(r['p_block'][a]):.2f}"
         parts.append(f"{name} EV {shown:+.2f} coins (if not challenged {float(r['gain'][a]):+.2f}{extra})")
-    best = R.action_name(int(r["best"]), seat, n)
+    best = rules.action_name(int(r["best"]), seat, n)
     if observer_seat is None and ":" in best:
         best = f"{best.split(':')[0]}:+{(int(best.split(':')[1]) - seat) % n}"
     return f"best: {best}; " + "; ".join(parts)

@@ -41,12 +41,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import KINDS, STYLES, AdvisorParams, advise_challenge, gain_loss
 from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
-from coupjax.view import parse
+from coupjax.observation import parse
 
 SOURCES = ("none", "public fact", "challenge advisor", "block rule", "one-step expected value", "search",
            "search, tie broken by the advice", "only legal action")
@@ -85,11 +85,11 @@ def advisor_action(obs, mask, num_players: int, params: AdvisorParams | None = N
     certain = can_chal & (adv["p_raw"] >= 1.0 - 1e-6) & ~adv["impossible"]
     fact_chal = can_chal & adv["impossible"]
     chal_now = can_chal & adv["challenge"] & ~true_blocks.any()
-    reacting = (v.phase == R.PH_REACT) | (v.phase == R.PH_ANSWER_BLOCK)
+    reacting = (v.phase == rules.PH_REACT) | (v.phase == rules.PH_ANSWER_BLOCK)
     react_action = jnp.select([fact_chal, chal_now, true_blocks.any()],
                               [T.challenge_id, T.challenge_id, first_true_block], T.pass_id)
     react_source = jnp.select([fact_chal | certain, can_chal], [FACT, ADVISOR], BLOCK_RULE)
-    main = v.phase == R.PH_ACTION
+    main = v.phase == rules.PH_ACTION
     action = jnp.select([reacting & mask[T.pass_id], main], [react_action, vals["best"]], -1)
     action = jnp.where((action >= 0) & mask[jnp.clip(action, 0)], action, -1)
     source = jnp.select([action < 0, reacting], [NONE, react_source], ONE_STEP)
@@ -174,7 +174,7 @@ def recommend(obs, mask, num_players: int, seat: int, search: dict | None = None
     a = int(res["action"])
     if a < 0:
         return None
-    name = lambda x: R.action_name(int(x), seat, n)  # noqa: E731
+    name = lambda x: rules.action_name(int(x), seat, n)  # noqa: E731
     out = {"action": name(a), "action_id": a, "source": SOURCES[int(res["source"])], "settled": bool(res["settled"]),
            "close_call": bool(res["close_call"]), "style": style}
     out["reasons"] = _reasons(res, out, search, seat, n, params)
@@ -187,7 +187,7 @@ def _seat(rel: int, seat: int, n: int) -> str:
 
 
 def _claim_reasons(c: dict, seat: int, n: int, params: AdvisorParams) -> list[str]:
-    role = R.ROLES[int(c["role"])].capitalize()
+    role = rules.ROLES[int(c["role"])].capitalize()
     who = _seat(int(c["claimant"]), seat, n)
     if bool(c["disproven"]):
         return [f"{who.capitalize()} was caught bluffing {role} and has not drawn a new card since: it cannot "
@@ -238,7 +238,7 @@ def _reasons(res: dict, out: dict, search, seat: int, n: int, params: AdvisorPar
                            + (", within noise of another action: a close call." if out["close_call"]
                               else ", clearly ahead."))
             if own >= 0 and own != out["action_id"]:
-                reasons.append(f"The advice alone would say {R.action_name(own, seat, n)}, but the search's lead "
+                reasons.append(f"The advice alone would say {rules.action_name(own, seat, n)}, but the search's lead "
                                "is larger than its noise.")
     elif out["close_call"]:
         reasons.append("Close call: the probability is within the margin band of the threshold.")
@@ -251,7 +251,7 @@ def _alternatives(res: dict, search, mask, seat: int, n: int) -> list:
     out = []
     for a in np.flatnonzero(mask):
         r = rows.get(int(a))
-        row = {"action": R.action_name(int(a), seat, n), "id": int(a), "tied": bool(res["tied"][a])}
+        row = {"action": rules.action_name(int(a), seat, n), "id": int(a), "tied": bool(res["tied"][a])}
         if r is not None and r["value"] is not None:
             row.update(value=r["value"], se=r["se"])
         elif np.isfinite(ev[a]) and ev[a] > -500:

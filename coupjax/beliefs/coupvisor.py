@@ -1,6 +1,6 @@
 """CoupVisor belief model (arXiv:2608.15868, sections II.C-D, IV.C and Appendix A).
 
-Every function reads ONE seat's observation (float32[obs], `coupjax.engine.observation_layout`)
+Every function reads ONE seat's observation (float32[obs], `coupjax.game.views.observation_layout`)
 plus the static ``num_players``; nothing else.  Seats are relative: row 0 is the
 observer, row k the seat k places clockwise.  All functions are pure, fixed-shape and
 jit/vmap-able (vmap over observations; ``num_players`` stays static).
@@ -48,8 +48,8 @@ import math
 import jax.numpy as jnp
 from flax import struct
 
-from coupjax import rules as R
-from coupjax.view import ObsView, parse
+from coupjax import rules
+from coupjax.observation import ObsView, parse
 
 # ---------------------------------------------------------------- parameters
 @struct.dataclass
@@ -81,7 +81,7 @@ def deck_damping(obs, num_players: int, params: CoupVisorParams = CoupVisorParam
 
 
 def _damp(v: ObsView, params):
-    frac = v.unseen.astype(jnp.float32) / R.COPIES_PER_ROLE
+    frac = v.unseen.astype(jnp.float32) / rules.COPIES_PER_ROLE
     return jnp.where(v.unseen > 0, jnp.power(jnp.maximum(frac, 1e-12), params.damp_power), 0.0)
 
 
@@ -114,7 +114,7 @@ def _truth_all(v: ObsView, params):
     big_n = jnp.maximum(v.num_unseen.astype(jnp.float32), h)  # [n, 1]
     # C(N - k, h) / C(N, h) = prod_{j < h} (N - k - j) / (N - j); 0 once a factor hits 0
     ratio = jnp.ones(b.shape, jnp.float32)
-    for j in range(R.HAND_SIZE):
+    for j in range(rules.HAND_SIZE):
         factor = jnp.maximum(big_n - k - j, 0.0) / jnp.maximum(big_n - j, 1.0)
         ratio = ratio * jnp.where(j < h, factor, 1.0)
     p_hyper = 1.0 - ratio
@@ -145,4 +145,4 @@ def claim_truth_probability(obs, num_players: int, seat_rel, role, params: CoupV
 def hard_impossible(obs, num_players: int, role):
     """bool[]: all 3 copies of ``role`` are visible to the observer (revealed cards,
     its own hand, its drawn cards), so no opponent can hold it."""
-    return parse(obs, num_players).visible[role] >= R.COPIES_PER_ROLE
+    return parse(obs, num_players).visible[role] >= rules.COPIES_PER_ROLE

@@ -65,14 +65,14 @@ import numpy as np
 from flax import struct
 from jax.scipy.special import logsumexp
 
-from coupjax import rules as R
-from coupjax.view import ObsView, parse
+from coupjax import rules
+from coupjax.observation import ObsView, parse
 
 # ---------------------------------------------------------------- hand index table
-HANDS = ((),) + tuple((r,) for r in range(R.NUM_ROLES)) + tuple(
-    itertools.combinations_with_replacement(range(R.NUM_ROLES), 2))
+HANDS = ((),) + tuple((r,) for r in range(rules.NUM_ROLES)) + tuple(
+    itertools.combinations_with_replacement(range(rules.NUM_ROLES), 2))
 NUM_HANDS = len(HANDS)  # 21
-HAND_COUNTS = np.zeros((NUM_HANDS, R.NUM_ROLES), np.int32)
+HAND_COUNTS = np.zeros((NUM_HANDS, rules.NUM_ROLES), np.int32)
 for _h, _cards in enumerate(HANDS):
     for _r in _cards:
         HAND_COUNTS[_h, _r] += 1
@@ -92,9 +92,9 @@ OPTION_HAND[2, :] = np.arange(6, 21)
 # ---------------------------------------------------------------- count-vector state space
 # Layer k holds every running count vector S (cards held by opponents 1..k, per role)
 # with S_r <= 3 and sum(S) <= 2k: sizes 1, 21, 121, 357, 667, 903 for k = 0..5.
-_LOG_FACT = np.array([math.lgamma(k + 1) for k in range(R.COPIES_PER_ROLE + 1)], np.float32)
-_ALL_COUNTS = np.array(list(itertools.product(range(R.COPIES_PER_ROLE + 1), repeat=R.NUM_ROLES)), np.int32)
-LAYERS = tuple(_ALL_COUNTS[_ALL_COUNTS.sum(axis=1) <= 2 * k] for k in range(R.MAX_PLAYERS))
+_LOG_FACT = np.array([math.lgamma(k + 1) for k in range(rules.COPIES_PER_ROLE + 1)], np.float32)
+_ALL_COUNTS = np.array(list(itertools.product(range(rules.COPIES_PER_ROLE + 1), repeat=rules.NUM_ROLES)), np.int32)
+LAYERS = tuple(_ALL_COUNTS[_ALL_COUNTS.sum(axis=1) <= 2 * k] for k in range(rules.MAX_PLAYERS))
 
 
 def _layer_links(k):
@@ -123,7 +123,7 @@ def _layer_links(k):
     return up, up_mask, down, down_mask
 
 
-LINKS = (None,) + tuple(_layer_links(k) for k in range(1, R.MAX_PLAYERS))
+LINKS = (None,) + tuple(_layer_links(k) for k in range(1, rules.MAX_PLAYERS))
 
 EXACT_JOINT_MAX_PLAYERS = 4
 
@@ -182,7 +182,7 @@ def _rest_log_weight(v: ObsView, k):
     """f32[|layer k|]: log 1/prod_r (u_r - S_r)! for the unseen cards outside the
     opponents' hands (-inf where S uses more copies than are unseen)."""
     d = v.unseen[None, :] - jnp.asarray(LAYERS[k])
-    lf = jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1)
+    lf = jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, rules.COPIES_PER_ROLE)].sum(axis=1)
     return jnp.where(jnp.all(d >= 0, axis=1), -lf, -jnp.inf)
 
 
@@ -288,7 +288,7 @@ def joint_posterior(obs, num_players: int, params: PosteriorParams = PosteriorPa
     counts = jnp.asarray(HAND_COUNTS)[safe].sum(axis=1)  # [C, 5]
     d = v.unseen[None, :] - counts
     rest = jnp.where(jnp.all(d >= 0, axis=1),
-                     -jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, R.COPIES_PER_ROLE)].sum(axis=1), -jnp.inf)
+                     -jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, rules.COPIES_PER_ROLE)].sum(axis=1), -jnp.inf)
     probs = _normalise(jnp.where(valid, lw + rest, -jnp.inf))
     own = jnp.broadcast_to(_own_hand_index(v), (combos.shape[0], 1))
     return {"hands": jnp.concatenate([own, safe], axis=1).astype(jnp.int32), "probs": probs}
@@ -330,7 +330,7 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
     width = (n - 1) * (NUM_HANDS + 1)
     # one uniform draw for everything (a single threefry kernel): per world, Gumbel noise
     # for the n-1 hand choices, n-1 pair-order coins, and 15 sort keys for the deck order
-    uniforms = jax.random.uniform(key, (num_worlds, width + R.DECK_SIZE), minval=1e-12, maxval=1.0)
+    uniforms = jax.random.uniform(key, (num_worlds, width + rules.DECK_SIZE), minval=1e-12, maxval=1.0)
 
     def one(row):
         u = row[:width].reshape(n - 1, NUM_HANDS + 1)
@@ -346,7 +346,7 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
             swap = (jnp.asarray(HAND_SIZES)[h] == 2) & (u[s - 1, NUM_HANDS] < 0.5)
             rows.append(jnp.where(swap, cards[::-1], cards))
         left = v.unseen - jnp.asarray(LAYERS[n - 1])[state]
-        shuffled = _shuffle(_cards_from_counts(left, R.DECK_SIZE), row[width:])
+        shuffled = _shuffle(_cards_from_counts(left, rules.DECK_SIZE), row[width:])
         pad = jnp.full(2, -1, jnp.int32)
         deck = jnp.where(exchanger_draws, jnp.concatenate([shuffled[2:], pad]), shuffled)
         drawn = jnp.where(exchanger_draws, shuffled[:2], jnp.where(v.exchanger == 0, own_drawn, pad))

@@ -2,7 +2,7 @@
 
 The arena (`coupjax.botarena.tournament`) builds each message from the engine's own
 readers (the one event schema `coupjax.events.event_to_dict`, the one observation
-parser `coupjax.view.parse`, the protocol names of `coupjax.rules.action_name`) and
+parser `coupjax.observation.parse`, the protocol names of `coupjax.rules.action_name`) and
 checks each reply here, so a mistake of a bot is a forfeit with a reason, never an
 exception.  The readable observation and its text (`readable`, `table_text`) also
 serve the PettingZoo and Gymnasium adapters' ``render_mode="ansi"``.
@@ -17,7 +17,7 @@ import numpy as np
 
 from coupjax import jsonlines
 from coupjax import rules as R
-from coupjax.view import parse
+from coupjax.observation import parse
 
 PROTOCOL_VERSION = 1
 # Why a decision was forfeited (results count forfeits by these):
@@ -92,7 +92,7 @@ def readable(observation, seat: int, num_players: int) -> dict:
 
 
 def readable_observation(view, seat: int) -> dict:
-    """An `coupjax.view.ObsView` of ``seat`` (host arrays) in absolute seats and names.
+    """An `coupjax.observation.ObsView` of ``seat`` (host arrays) in absolute seats and names.
 
     Per-seat entries are lists indexed by the absolute seat; ``cards`` are the seat's
     hidden cards by hand index (``reveal:i`` loses ``cards[i]``), ``drawn`` the two

@@ -11,7 +11,7 @@ and time them.  A bot's mistake (timeout, crash, garbage, an illegal name, anoth
 protocol version) forfeits that decision as the rules say and is recorded with its
 reason; the match goes on.  Every bot is bounded (`coupjax.botarena.process`: its
 output, its log, its resources, every process it starts), so a tournament always ends
-and reports.  Results per entrant are `coupjax.arena.summarize` rows over
+and reports.  Results per entrant are `coupjax.seat_tables.summarize` rows over
 the matches it played, placements from `coupjax.game.board.placements`.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import jax
 import numpy as np
 
 from coupjax import rules as R
-from coupjax.arena import summarize
+from coupjax.seat_tables import summarize
 from coupjax.botarena import protocol as proto
 from coupjax.botarena.process import BotProcess, become_subreaper, children_now, split_command, sweep_orphans
 from coupjax.env import Env
@@ -121,7 +121,7 @@ def match_seeds(seed: int, match: int) -> tuple[int, int]:
 
 class _PolicySeat:
     """One of our policies: a jitted ``choose(key, step, state) -> action id`` sampled from
-    its logits the way `coupjax.arena.make_table_runner` samples."""
+    its logits the way `coupjax.seat_tables.make_table_runner` samples."""
 
     def __init__(self, policy):
         def choose(key, step, state):
@@ -335,12 +335,20 @@ def results_table(report: dict, title: str | None = None):
 
     table = Table(title=title or f"bot arena: {report['matches']} matches, {report['players']} players, "
                                  f"seed {report['seed']}")
-    for col, justify in (("entrant", "left"), ("kind", "left"), ("matches", "right"), ("win rate", "right"),
-                         ("95% CI", "right"), ("mean place", "right"), ("forfeits", "left")):
-        table.add_column(col, justify=justify)
-    rows = sorted(report["results"].items(), key=lambda kv: -kv[1]["win_rate"])
-    for name, row in rows:
+    rows = []
+    for name, row in sorted(report["results"].items(), key=lambda kv: -kv[1]["win_rate"]):
         forfeits = ", ".join(f"{k} {v}" for k, v in row["forfeits"].items() if v) or "-"
-        table.add_row(name, report["entrants"][name]["kind"], str(row["matches"]), f"{row['win_rate']:.3f}",
-                      f"{row['ci95_low']:.3f}-{row['ci95_high']:.3f}", f"{row['mean_placement']:.2f}", forfeits)
+        rows.append((name, report["entrants"][name]["kind"], str(row["matches"]), f"{row['win_rate']:.3f}",
+                     f"{row['ci95_low']:.3f}-{row['ci95_high']:.3f}", f"{row['mean_placement']:.2f}", forfeits))
+    # In a narrow terminal the names and the forfeits fold onto more lines; the figures
+    # keep their whole width (never "0.193-0.6...").
+    for k, (col, justify) in enumerate((("entrant", "left"), ("kind", "left"), ("matches", "right"),
+                                        ("win rate", "right"), ("95% CI", "right"), ("mean place", "right"),
+                                        ("forfeits", "left"))):
+        if col in ("entrant", "forfeits"):
+            table.add_column(col, justify=justify, overflow="fold", min_width=8)
+        else:
+            table.add_column(col, justify=justify, no_wrap=True, min_width=max([len(r[k]) for r in rows] + [len(col)]))
+    for r in rows:
+        table.add_row(*r)
     return table

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.game.stages import END_TURN_NEXT, blank_event
 from coupjax.game.tables import tables
@@ -29,26 +29,26 @@ def template(num_players: int) -> State:
     """The fresh-match state without cards: every seat 2 coins, seat 0 to act, the legal
     mask of a first turn and the observation without its own-hand part.  Built eagerly
     (never inside a trace), once per table size."""
-    n = R.check_num_players(num_players)
+    n = rules.check_num_players(num_players)
     A = tables(n).num_actions
     with jax.ensure_compile_time_eval():
         i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
         s = State(
             current_player=i32(0), observation=jnp.zeros(observation_size(n), jnp.float32),
             rewards=jnp.zeros(n, jnp.float32), terminated=jnp.array(False), truncated=jnp.array(False),
-            legal_action_mask=jnp.zeros(A, bool), _step_count=i32(0), _turn=i32(0), _phase=i32(R.PH_ACTION),
-            _hands=i32(0, (n, 2)), _revealed=i32(-1, (n, 2)), _coins=i32(R.START_COINS, (n,)),
-            _deck=i32(-1, (R.DECK_SIZE,)), _deck_size=i32(R.DECK_SIZE - 2 * n), _shuffled=jnp.array(False),
+            legal_action_mask=jnp.zeros(A, bool), _step_count=i32(0), _turn=i32(0), _phase=i32(rules.PH_ACTION),
+            _hands=i32(0, (n, 2)), _revealed=i32(-1, (n, 2)), _coins=i32(rules.START_COINS, (n,)),
+            _deck=i32(-1, (rules.DECK_SIZE,)), _deck_size=i32(rules.DECK_SIZE - 2 * n), _shuffled=jnp.array(False),
             _drawn=i32(-1, (2,)), _actor=i32(0), _action=i32(-1), _target=i32(-1), _blocker=i32(-1),
             _block_role=i32(-1), _after_loss=i32(END_TURN_NEXT), _elim_order=i32(-1, (n,)), _num_elim=i32(0),
-            _claims=i32(0, (n, R.NUM_ROLES)), _blocks=i32(0, (n, R.NUM_ROLES)), _challenges_won=i32(0, (n,)),
-            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _disproven=jnp.zeros((n, R.NUM_ROLES), bool),
+            _claims=i32(0, (n, rules.NUM_ROLES)), _blocks=i32(0, (n, rules.NUM_ROLES)), _challenges_won=i32(0, (n,)),
+            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _disproven=jnp.zeros((n, rules.NUM_ROLES), bool),
             _event=blank_event(n),
         )
         # any full hands: the legal mask at the start ignores cards; the own-hand part of
         # the observation is filled in by each deal
         s = s.replace(legal_action_mask=legal_mask(s), observation=observe(s, s.current_player))
-        own = R.HAND_SIZE * R.NUM_ROLES
+        own = rules.HAND_SIZE * rules.NUM_ROLES
         s = s.replace(_hands=i32(-1, (n, 2)), observation=s.observation.at[:own].set(0.0))
     # NumPy leaves: constants wherever the template is used, whatever the trace context
     # (a shard_map or a mesh) in which it was first asked for
@@ -62,11 +62,11 @@ def dealt_cards(words, num_players: int) -> jax.Array:
     32-bit word (bias below 1e-7); the remaining places hold the rest in some order.
     """
     deal = 2 * num_players
-    cards, idx = jnp.asarray(tables(num_players).cards), jnp.arange(R.DECK_SIZE)
+    cards, idx = jnp.asarray(tables(num_players).cards), jnp.arange(rules.DECK_SIZE)
     for i in range(deal):
         w = words[i // 2]
-        w = w if i % 2 == 0 else w // jnp.uint32(R.DECK_SIZE - i + 1)  # the word's second draw
-        j = i + (w % jnp.uint32(R.DECK_SIZE - i)).astype(jnp.int32)
+        w = w if i % 2 == 0 else w // jnp.uint32(rules.DECK_SIZE - i + 1)  # the word's second draw
+        j = i + (w % jnp.uint32(rules.DECK_SIZE - i)).astype(jnp.int32)
         a, b = cards[i], cards[j]
         cards = jnp.where(idx == i, b, jnp.where(idx == j, a, cards))
     return cards
@@ -87,14 +87,14 @@ def fresh(words, num_players: int) -> State:
     n = num_players
     cards = dealt_cards(words, n)
     hands = cards[: 2 * n].reshape(n, 2)
-    storage = jnp.where(jnp.arange(R.DECK_SIZE) < R.DECK_SIZE - 2 * n, cards[::-1], -1)
+    storage = jnp.where(jnp.arange(rules.DECK_SIZE) < rules.DECK_SIZE - 2 * n, cards[::-1], -1)
     return template(n).replace(_hands=hands, _deck=storage, _shuffled=jnp.array(True))
 
 
 def deal(words, num_players: int) -> State:
     """A fresh random match with the observation of seat 0 complete."""
     s = fresh(words, num_players)
-    own = (s._hands[0][:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32).ravel()
+    own = (s._hands[0][:, None] == jnp.arange(rules.NUM_ROLES)).astype(jnp.float32).ravel()
     return s.replace(observation=jnp.asarray(s.observation).at[:own.size].set(own))
 
 
@@ -103,7 +103,7 @@ def _deck_storage(deck):
     """Deck in draw order (next first, -1 padded to 15) -> engine storage (top at size-1)."""
     deck = jnp.asarray(deck, jnp.int32)
     size = (deck >= 0).sum().astype(jnp.int32)
-    idx = size - 1 - jnp.arange(R.DECK_SIZE)
+    idx = size - 1 - jnp.arange(rules.DECK_SIZE)
     return jnp.where(idx >= 0, deck[jnp.clip(idx, 0)], -1), size
 
 
@@ -122,7 +122,7 @@ def make_position(num_players: int, hands, deck, coins=None, revealed=None, curr
     n = num_players
     hands = jnp.asarray(hands, jnp.int32)
     hands = jnp.where((hands[:, :1] < 0) & (hands[:, 1:] >= 0), hands[:, ::-1], hands)  # compact left
-    coins = jnp.full(n, R.START_COINS, jnp.int32) if coins is None else jnp.asarray(coins, jnp.int32)
+    coins = jnp.full(n, rules.START_COINS, jnp.int32) if coins is None else jnp.asarray(coins, jnp.int32)
     revealed = jnp.full((n, 2), -1, jnp.int32) if revealed is None else jnp.asarray(revealed, jnp.int32)
     storage, size = _deck_storage(deck)
     out = hands[:, 0] < 0
@@ -132,7 +132,7 @@ def make_position(num_players: int, hands, deck, coins=None, revealed=None, curr
         _hands=hands, _deck=storage, _deck_size=size, _coins=coins, _revealed=revealed,
         _elim_order=elim_order, _num_elim=out.sum().astype(jnp.int32), _turn=jnp.asarray(turn, jnp.int32),
         current_player=player, _actor=player, _shuffled=jnp.asarray(deck_shuffled, bool),
-        _disproven=jnp.zeros((n, R.NUM_ROLES), bool),  # no public record yet
+        _disproven=jnp.zeros((n, rules.NUM_ROLES), bool),  # no public record yet
     )
     over = board.is_over(s)
     s = s.replace(terminated=over, rewards=jnp.where(over, board.terminal_rewards(s), 0.0).astype(jnp.float32))
@@ -169,30 +169,30 @@ def scramble_unseen(state: State, seat, key) -> State:
     n = state._hands.shape[0]
     k_perm, k_ev = jax.random.split(key)
     seat = jnp.asarray(seat, jnp.int32)
-    idx = jnp.arange(R.DECK_SIZE)
+    idx = jnp.arange(rules.DECK_SIZE)
     size = state._deck_size
     deck = jnp.where(idx < size, state._deck[jnp.clip(size - 1 - idx, 0)], -1)  # draw order
-    other_draws = (state._phase == R.PH_EXCHANGE) & (state._actor != seat)
+    other_draws = (state._phase == rules.PH_EXCHANGE) & (state._actor != seat)
     drawn = jnp.where(other_draws, state._drawn, -1)
     pool = jnp.concatenate([state._hands.ravel(), deck, drawn])
-    owner = jnp.concatenate([jnp.repeat(jnp.arange(n), 2), jnp.full(R.DECK_SIZE + 2, -1)])
+    owner = jnp.concatenate([jnp.repeat(jnp.arange(n), 2), jnp.full(rules.DECK_SIZE + 2, -1)])
     unseen = (pool >= 0) & (owner != seat)
     r = jax.random.uniform(k_perm, pool.shape)
     src = jnp.argsort(jnp.where(unseen, r, 2.0), stable=True)  # unseen places in random order, then the rest
     dst = jnp.argsort(jnp.where(unseen, 0, 1), stable=True)  # unseen places in order, then the rest
     new = pool.at[dst].set(pool[src])
     hands = new[: 2 * n].reshape(n, 2)
-    new_deck = new[2 * n: 2 * n + R.DECK_SIZE]
-    new_drawn = jnp.where(other_draws, new[2 * n + R.DECK_SIZE:], state._drawn)
+    new_deck = new[2 * n: 2 * n + rules.DECK_SIZE]
+    new_drawn = jnp.where(other_draws, new[2 * n + rules.DECK_SIZE:], state._drawn)
     storage, size = _deck_storage(new_deck)
 
     ev = state._event
     T = tables(n)
     u = jax.random.randint(k_ev, (8,), 0, 1 << 20)
-    roles = u % R.NUM_ROLES
+    roles = u % rules.NUM_ROLES
     lay = T.layout
-    private_action = ((ev.phase == R.PH_LOSE) | (ev.phase == R.PH_EXCHANGE)) & (ev.seat != seat) & (ev.action >= 0)
-    random_action = jnp.where(ev.phase == R.PH_LOSE, lay.reveal + u[0] % 2, lay.keep + u[0] % R.NUM_KEEPS)
+    private_action = ((ev.phase == rules.PH_LOSE) | (ev.phase == rules.PH_EXCHANGE)) & (ev.seat != seat) & (ev.action >= 0)
+    random_action = jnp.where(ev.phase == rules.PH_LOSE, lay.reveal + u[0] % 2, lay.keep + u[0] % rules.NUM_KEEPS)
     ev = ev.replace(
         action=jnp.where(private_action, random_action, ev.action),
         redraw_role=jnp.where((ev.redraw_role >= 0) & (ev.challenged_seat != seat), roles[1], ev.redraw_role),
@@ -208,9 +208,9 @@ def check_cards(hands, deck, revealed, drawn=()) -> None:
     """Raise ValueError unless hands + deck + revealed + drawn hold 3 of each role."""
     cards = [c for row in hands for c in row if c >= 0] + [c for c in deck if c >= 0]
     cards += [c for row in revealed for c in row if c >= 0] + [c for c in drawn if c >= 0]
-    counts = np.bincount(np.asarray(cards, int), minlength=R.NUM_ROLES) if cards else np.zeros(R.NUM_ROLES, int)
-    if len(counts) != R.NUM_ROLES or (counts != R.COPIES_PER_ROLE).any():
-        got = ", ".join(f"{R.ROLES[r]}={counts[r]}" for r in range(R.NUM_ROLES))
+    counts = np.bincount(np.asarray(cards, int), minlength=rules.NUM_ROLES) if cards else np.zeros(rules.NUM_ROLES, int)
+    if len(counts) != rules.NUM_ROLES or (counts != rules.COPIES_PER_ROLE).any():
+        got = ", ".join(f"{rules.ROLES[r]}={counts[r]}" for r in range(rules.NUM_ROLES))
         raise ValueError(f"hands, deck and revealed cards must hold 3 of each role; got {got}")
 
 
@@ -261,6 +261,6 @@ def hand_arrays(hand_lists, num_players: int) -> np.ndarray:
 
 
 def deck_array(deck_list) -> np.ndarray:
-    out = np.full(R.DECK_SIZE, -1, np.int32)
+    out = np.full(rules.DECK_SIZE, -1, np.int32)
     out[: len(deck_list)] = deck_list
     return out

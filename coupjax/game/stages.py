@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.game.tables import role_counts, tables, take
 from coupjax.state import MAX_REVEALS, Event, State
@@ -28,7 +28,7 @@ def _n(s: State) -> int:
     return s._hands.shape[0]
 
 
-def blank_event(num_players: int, step=-1, turn=0, seat=0, phase=R.PH_ACTION, action=-1, actor=0, main_action=-1,
+def blank_event(num_players: int, step=-1, turn=0, seat=0, phase=rules.PH_ACTION, action=-1, actor=0, main_action=-1,
                 target=-1) -> Event:
     """An event with nothing happened yet (the fields a step fills in are -1 / False)."""
     i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
@@ -62,34 +62,34 @@ def apply_action(s: State, action, u) -> State:
     s = s.replace(_event=blank_event(
         n, s._step_count, s._turn, p, phase, action, s._actor, s._action, s._target).replace(forfeit=forfeit))
 
-    in_react, in_answer = phase == R.PH_REACT, phase == R.PH_ANSWER_BLOCK
-    is_pass = legal & (a == lay.reaction + R.PASS)
-    is_challenge = legal & (a == lay.reaction + R.CHALLENGE)
+    in_react, in_answer = phase == rules.PH_REACT, phase == rules.PH_ANSWER_BLOCK
+    is_pass = legal & (a == lay.reaction + rules.PASS)
+    is_challenge = legal & (a == lay.reaction + rules.CHALLENGE)
 
     # ---- forfeit: the sender reveals everything and is out at once
     s = reveal_all(s, forfeit, p)
-    s = return_drawn(s, forfeit & (phase == R.PH_EXCHANGE))
+    s = return_drawn(s, forfeit & (phase == rules.PH_EXCHANGE))
 
     # ---- decisions
-    s, resolve = declare(s, legal & (phase == R.PH_ACTION), a)
+    s, resolve = declare(s, legal & (phase == rules.PH_ACTION), a)
     s = block(s, legal & in_react & (a >= lay.block) & (a < lay.reveal), a)
-    s = reveal(s, legal & (phase == R.PH_LOSE), p, a - lay.reveal)
-    s = keep(s, legal & (phase == R.PH_EXCHANGE), a)
+    s = reveal(s, legal & (phase == rules.PH_LOSE), p, a - lay.reveal)
+    s = keep(s, legal & (phase == rules.PH_EXCHANGE), a)
     s, holds, claimant = truth_check(s, is_challenge, u[0])
     # who loses next, and what follows the loss
     loss_seat = jnp.where(holds, p, claimant)
     after = jnp.where(holds == in_react, RESOLVE_NEXT, END_TURN_NEXT)
-    refund = is_challenge & in_react & ~holds & (s._action == R.ASSASSINATE)
-    s = s.replace(_coins=s._coins + jnp.where((jnp.arange(n) == s._actor) & refund, R.ACTION_COST[R.ASSASSINATE], 0))
+    refund = is_challenge & in_react & ~holds & (s._action == rules.ASSASSINATE)
+    s = s.replace(_coins=s._coins + jnp.where((jnp.arange(n) == s._actor) & refund, rules.ACTION_COST[rules.ASSASSINATE], 0))
     # a pass (or a forfeit) in the reaction window hands the floor on
     advance = in_react & (is_pass | forfeit)
     nxt, has_next = board.next_alive_after(s, s._actor, p)
     s = s.replace(current_player=jnp.where(advance & has_next, nxt, s.current_player))
     resolve = resolve | (advance & ~has_next)
-    after_lose = (phase == R.PH_LOSE)
+    after_lose = (phase == rules.PH_LOSE)
     resolve = resolve | (after_lose & (s._after_loss == RESOLVE_NEXT))
     end = (after_lose & (s._after_loss == END_TURN_NEXT)) | (in_answer & is_pass)
-    end = end | (forfeit & ~in_react & ~after_lose) | (legal & (phase == R.PH_EXCHANGE))
+    end = end | (forfeit & ~in_react & ~after_lose) | (legal & (phase == rules.PH_EXCHANGE))
 
     over = board.is_over(s)
     # ---- the loss caused by a challenge
@@ -124,7 +124,7 @@ def declare(s: State, do, a):
     claim = take(T.claim, jnp.clip(kind, 0))
     seats = jnp.arange(n)
     coins = s._coins - jnp.where(do & (seats == p), take(T.cost, jnp.clip(kind, 0)), 0)
-    claims = s._claims + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == claim) & do)
+    claims = s._claims + ((seats == p)[:, None] & (jnp.arange(rules.NUM_ROLES) == claim) & do)
     opens = take(T.opens_window, jnp.clip(kind, 0))
     first, _ = board.next_alive_after(s, p, p)
     ev = s._event
@@ -132,7 +132,7 @@ def declare(s: State, do, a):
         _coins=coins, _claims=claims.astype(jnp.int32),
         _action=jnp.where(do, kind, s._action), _target=jnp.where(do, target, s._target),
         _actor=jnp.where(do, p, s._actor),
-        _phase=jnp.where(do & opens, R.PH_REACT, s._phase),
+        _phase=jnp.where(do & opens, rules.PH_REACT, s._phase),
         current_player=jnp.where(do & opens, first, s.current_player),
         _event=ev.replace(
             main_action=jnp.where(do, kind, ev.main_action), target=jnp.where(do, target, ev.target),
@@ -148,11 +148,11 @@ def block(s: State, do, a):
     p = s.current_player
     role = take(T.block_roles, jnp.clip(a - T.layout.block, 0, 3))
     seats = jnp.arange(n)
-    blocks = s._blocks + ((seats == p)[:, None] & (jnp.arange(R.NUM_ROLES) == role) & do)
+    blocks = s._blocks + ((seats == p)[:, None] & (jnp.arange(rules.NUM_ROLES) == role) & do)
     return s.replace(
         _blocks=blocks.astype(jnp.int32), _blocker=jnp.where(do, p, s._blocker),
         _block_role=jnp.where(do, role, s._block_role),
-        _phase=jnp.where(do, R.PH_ANSWER_BLOCK, s._phase),
+        _phase=jnp.where(do, rules.PH_ANSWER_BLOCK, s._phase),
         current_player=jnp.where(do, s._actor, s.current_player),
         _event=s._event.replace(claim_role=jnp.where(do, role, s._event.claim_role)),
     )
@@ -169,7 +169,7 @@ def truth_check(s: State, do, u):
     n = _n(s)
     T = tables(n)
     p = s.current_player
-    of_block = s._phase == R.PH_ANSWER_BLOCK
+    of_block = s._phase == rules.PH_ANSWER_BLOCK
     claimant = jnp.where(of_block, s._blocker, s._actor)
     role = jnp.where(of_block, s._block_role, take(T.claim, jnp.clip(s._action, 0)))
     hand = take(s._hands, claimant)
@@ -182,7 +182,7 @@ def truth_check(s: State, do, u):
     hands = jnp.where(is_claimant[:, None] & (jnp.arange(2) == slot) & holds, card, s._hands)
     winner = jnp.where(holds, claimant, p)
     loser = jnp.where(holds, p, claimant)
-    caught = is_claimant[:, None] & (jnp.arange(R.NUM_ROLES) == role) & do & ~holds
+    caught = is_claimant[:, None] & (jnp.arange(rules.NUM_ROLES) == role) & do & ~holds
     s = s.replace(
         _hands=hands, _disproven=s._disproven | caught,
         _challenges_won=s._challenges_won + (do & (seats == winner)),
@@ -202,12 +202,12 @@ def keep(s: State, do, a):
     """The exchanging actor keeps a multiset; the other two cards go back, reshuffled."""
     n = _n(s)
     T = tables(n)
-    k = jnp.clip(a - T.layout.keep, 0, R.NUM_KEEPS - 1)
+    k = jnp.clip(a - T.layout.keep, 0, rules.NUM_KEEPS - 1)
     p = s.current_player
     pool = role_counts(take(s._hands, p)) + role_counts(s._drawn)
     back = pool - take(T.keep_counts, k)
     first = jnp.argmax(back > 0)
-    second = jnp.argmax((back - (jnp.arange(R.NUM_ROLES) == first)) > 0)
+    second = jnp.argmax((back - (jnp.arange(rules.NUM_ROLES) == first)) > 0)
     s = push_two(s, do, first, second)
     hands = jnp.where((jnp.arange(n) == p)[:, None] & do, take(T.keep_hand, k), s._hands)
     s = s.replace(_hands=hands, _drawn=jnp.where(do, -1, s._drawn))
@@ -228,11 +228,11 @@ def resolve_action(s: State, do, u):
     seats = jnp.arange(n)
     kind, actor, target = s._action, s._actor, s._target
     target_alive = (target >= 0) & board.alive(s)[jnp.clip(target, 0)]
-    stolen = jnp.where((kind == R.STEAL) & target_alive, jnp.minimum(R.STEAL_AMOUNT, take(s._coins, target)), 0)
+    stolen = jnp.where((kind == rules.STEAL) & target_alive, jnp.minimum(rules.STEAL_AMOUNT, take(s._coins, target)), 0)
     gain = take(T.gain, jnp.clip(kind, 0)) + stolen
     coins = s._coins + jnp.where(do & (seats == actor), gain, 0) - jnp.where(do & (seats == target), stolen, 0)
     s = s.replace(_coins=coins)
-    exchange = do & (kind == R.EXCHANGE)
+    exchange = do & (kind == rules.EXCHANGE)
     # two draws from one word, mixed radix (bias below 1e-7)
     s, c1 = draw(s, exchange, u)
     s, c2 = draw(s, exchange, u // jnp.maximum(s._deck_size + 1, 1).astype(jnp.uint32))
@@ -240,12 +240,12 @@ def resolve_action(s: State, do, u):
     ev = s._event
     s = s.replace(
         _drawn=jnp.where(exchange, drawn, s._drawn),
-        _phase=jnp.where(exchange, R.PH_EXCHANGE, s._phase),
+        _phase=jnp.where(exchange, rules.PH_EXCHANGE, s._phase),
         current_player=jnp.where(exchange, actor, s.current_player),
         _event=ev.replace(resolved=ev.resolved | (do & (target_alive | (target < 0))),
                           exchange_drawn=jnp.where(exchange, drawn, ev.exchange_drawn)),
     )
-    hits = (kind == R.COUP) | (kind == R.ASSASSINATE)
+    hits = (kind == rules.COUP) | (kind == rules.ASSASSINATE)
     target_loss = do & hits & target_alive
     return s, do & ~exchange & ~target_loss, target_loss
 
@@ -259,7 +259,7 @@ def pay_loss(s: State, do, seat, after):
     choose = do & (hidden >= 2)
     s = reveal(s, do & (hidden == 1), seat, 0)
     s = s.replace(
-        _phase=jnp.where(choose, R.PH_LOSE, s._phase),
+        _phase=jnp.where(choose, rules.PH_LOSE, s._phase),
         current_player=jnp.where(choose, seat, s.current_player),
         _after_loss=jnp.where(choose, after, s._after_loss),
     )
@@ -272,11 +272,11 @@ def end_turn(s: State, do):
     Returns (state, the turn cap ended the match).
     """
     turn = s._turn + do
-    capped = do & (turn >= R.TURN_CAP)
+    capped = do & (turn >= rules.TURN_CAP)
     nxt, _ = board.next_alive_after(s, s._actor, s._actor)
     go = do & ~capped
     s = s.replace(
-        _turn=turn, _phase=jnp.where(go, R.PH_ACTION, s._phase),
+        _turn=turn, _phase=jnp.where(go, rules.PH_ACTION, s._phase),
         current_player=jnp.where(go, nxt, s.current_player), _actor=jnp.where(go, nxt, s._actor),
         _action=jnp.where(go, -1, s._action), _target=jnp.where(go, -1, s._target),
         _blocker=jnp.where(go, -1, s._blocker), _block_role=jnp.where(go, -1, s._block_role),
@@ -348,7 +348,7 @@ def reveal_all(s: State, do, seat):
 
 def push(s: State, do, card):
     """Put ``card`` into the deck; the deck counts as reshuffled from now on."""
-    idx = jnp.arange(R.DECK_SIZE)
+    idx = jnp.arange(rules.DECK_SIZE)
     return s.replace(
         _deck=jnp.where(do & (idx == s._deck_size), card, s._deck),
         _deck_size=s._deck_size + do, _shuffled=s._shuffled | do,
@@ -357,7 +357,7 @@ def push(s: State, do, card):
 
 def push_two(s: State, do, first, second):
     """Put two cards into the deck (exchange returns); reshuffled from now on."""
-    idx = jnp.arange(R.DECK_SIZE)
+    idx = jnp.arange(rules.DECK_SIZE)
     deck = jnp.where(do & (idx == s._deck_size), first, s._deck)
     deck = jnp.where(do & (idx == s._deck_size + 1), second, deck)
     return s.replace(_deck=deck, _deck_size=s._deck_size + 2 * do, _shuffled=s._shuffled | do)
@@ -372,7 +372,7 @@ def draw(s: State, do, u):
     top = size - 1
     j = jnp.where(s._shuffled, (u % jnp.maximum(size, 1).astype(jnp.uint32)).astype(jnp.int32), top)
     card = take(s._deck, jnp.clip(j, 0))
-    idx = jnp.arange(R.DECK_SIZE)
+    idx = jnp.arange(rules.DECK_SIZE)
     deck = jnp.where(do & (idx == j), take(s._deck, jnp.clip(top, 0)), s._deck)
     deck = jnp.where(do & (idx == top), -1, deck)
     return s.replace(_deck=deck, _deck_size=size - do), jnp.where(do, card, -1)

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 
 
 def take(table, index):
@@ -35,7 +35,7 @@ def one_hot(index, size):
 
 def role_counts(cards):
     """Counts per role of a card array (-1 ignored) -> int32[5]."""
-    return (cards[..., None] == jnp.arange(R.NUM_ROLES)).sum(axis=tuple(range(cards.ndim))).astype(jnp.int32)
+    return (cards[..., None] == jnp.arange(rules.NUM_ROLES)).sum(axis=tuple(range(cards.ndim))).astype(jnp.int32)
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,30 +51,30 @@ def tables(num_players: int) -> SimpleNamespace:
     action_block_role (the role a block claims, -1 none), kind_onehot [A, 7]; and the
     ids pass_id and challenge_id.
     """
-    n = R.check_num_players(num_players)
-    lay = R.ActionLayout(n)
-    gain = np.zeros(R.NUM_MAIN_ACTIONS, np.int32)
-    for kind, coins in R.INCOME_GAIN.items():
+    n = rules.check_num_players(num_players)
+    lay = rules.ActionLayout(n)
+    gain = np.zeros(rules.NUM_MAIN_ACTIONS, np.int32)
+    for kind, coins in rules.INCOME_GAIN.items():
         gain[kind] = coins
-    keep_hand = np.full((R.NUM_KEEPS, 2), -1, np.int32)
-    for k, roles in enumerate(R.KEEPS):
+    keep_hand = np.full((rules.NUM_KEEPS, 2), -1, np.int32)
+    for k, roles in enumerate(rules.KEEPS):
         keep_hand[k, : len(roles)] = roles
     kind = lay.main_kind
     action_claim = np.full(lay.num_actions, -1, np.int32)
-    action_claim[kind >= 0] = R.ACTION_CLAIM[kind[kind >= 0]]
+    action_claim[kind >= 0] = rules.ACTION_CLAIM[kind[kind >= 0]]
     action_block_role = np.full(lay.num_actions, -1, np.int32)
-    action_block_role[lay.block:lay.block + len(R.BLOCK_ROLES)] = R.BLOCK_ROLES
-    kind_onehot = np.zeros((lay.num_actions, R.NUM_MAIN_ACTIONS), np.float32)
+    action_block_role[lay.block:lay.block + len(rules.BLOCK_ROLES)] = rules.BLOCK_ROLES
+    kind_onehot = np.zeros((lay.num_actions, rules.NUM_MAIN_ACTIONS), np.float32)
     kind_onehot[kind >= 0, kind[kind >= 0]] = 1.0
     return SimpleNamespace(
         num_players=n, layout=lay, num_actions=lay.num_actions,
         main_kind=lay.main_kind, target_offset=lay.target_offset,
-        cost=R.ACTION_COST, claim=R.ACTION_CLAIM, opens_window=R.OPENS_WINDOW,
-        blockers=R.ACTION_BLOCKERS[:, list(R.BLOCK_ROLES)], target_only=R.BLOCK_BY_TARGET_ONLY,
-        block_roles=np.asarray(R.BLOCK_ROLES, np.int32), gain=gain,
-        keep_counts=R.KEEP_COUNTS, keep_size=R.KEEP_SIZE, keep_hand=keep_hand,
-        cards=np.repeat(np.arange(R.NUM_ROLES, dtype=np.int32), R.COPIES_PER_ROLE),
+        cost=rules.ACTION_COST, claim=rules.ACTION_CLAIM, opens_window=rules.OPENS_WINDOW,
+        blockers=rules.ACTION_BLOCKERS[:, list(rules.BLOCK_ROLES)], target_only=rules.BLOCK_BY_TARGET_ONLY,
+        block_roles=np.asarray(rules.BLOCK_ROLES, np.int32), gain=gain,
+        keep_counts=rules.KEEP_COUNTS, keep_size=rules.KEEP_SIZE, keep_hand=keep_hand,
+        cards=np.repeat(np.arange(rules.NUM_ROLES, dtype=np.int32), rules.COPIES_PER_ROLE),
         # per action id
         is_main=kind >= 0, action_claim=action_claim, action_block_role=action_block_role, kind_onehot=kind_onehot,
-        pass_id=lay.reaction + R.PASS, challenge_id=lay.reaction + R.CHALLENGE,
+        pass_id=lay.reaction + rules.PASS, challenge_id=lay.reaction + rules.CHALLENGE,
     )

@@ -1,7 +1,7 @@
 """What a seat sees and may do: the observation (and its layout) and the legal mask.
 
 Both are functions of the state alone; the env derives them once per step, after its
-selects.  `coupjax.view` is the one typed parser of the observation for every reader.
+selects.  `coupjax.observation` is the one typed parser of the observation for every reader.
 """
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.game.tables import one_hot, role_counts, tables, take
 from coupjax.state import State
 
 SEAT_FEATURES = (
-    ("coins", 1), ("hidden", 1), ("alive", 1), ("revealed", R.NUM_ROLES), ("claims", R.NUM_ROLES),
-    ("blocks", R.NUM_ROLES), ("challenges_won", 1), ("challenges_lost", 1), ("renewals", 1),
-    ("disproven", R.NUM_ROLES),
+    ("coins", 1), ("hidden", 1), ("alive", 1), ("revealed", rules.NUM_ROLES), ("claims", rules.NUM_ROLES),
+    ("blocks", rules.NUM_ROLES), ("challenges_won", 1), ("challenges_lost", 1), ("renewals", 1),
+    ("disproven", rules.NUM_ROLES),
 )
 NUM_SEAT_FEATURES = sum(size for _, size in SEAT_FEATURES)  # 26
 
@@ -47,9 +47,9 @@ def observation_layout(num_players: int) -> dict[str, tuple[int, tuple[int, ...]
     """
     n = num_players
     parts = [
-        ("own_hand", (2, R.NUM_ROLES)), ("drawn", (R.NUM_ROLES,)), ("seats", (n, NUM_SEAT_FEATURES)),
-        ("phase", (R.NUM_PHASES,)), ("main_action", (R.NUM_MAIN_ACTIONS,)), ("actor", (n,)),
-        ("target", (n,)), ("claim", (R.NUM_ROLES,)), ("blocker", (n,)), ("block_role", (R.NUM_ROLES,)),
+        ("own_hand", (2, rules.NUM_ROLES)), ("drawn", (rules.NUM_ROLES,)), ("seats", (n, NUM_SEAT_FEATURES)),
+        ("phase", (rules.NUM_PHASES,)), ("main_action", (rules.NUM_MAIN_ACTIONS,)), ("actor", (n,)),
+        ("target", (n,)), ("claim", (rules.NUM_ROLES,)), ("blocker", (n,)), ("block_role", (rules.NUM_ROLES,)),
         ("turn", (1,)),
     ]
     layout, start = {}, 0
@@ -71,24 +71,24 @@ def legal_mask(s: State) -> jax.Array:
     p, phase = s.current_player, s._phase
     coins = take(s._coins, p)
     opponents = board.alive(s)[(p + jnp.arange(n)) % n] & (jnp.arange(n) > 0)
-    in_action = phase == R.PH_ACTION
-    free = in_action & (coins < R.FORCED_COUP_COINS)
+    in_action = phase == rules.PH_ACTION
+    free = in_action & (coins < rules.FORCED_COUP_COINS)
     kind = jnp.clip(s._action, 0)
-    in_react, in_answer = phase == R.PH_REACT, phase == R.PH_ANSWER_BLOCK
+    in_react, in_answer = phase == rules.PH_REACT, phase == rules.PH_ANSWER_BLOCK
     may_block = in_react & take(T.blockers, kind) & (~take(T.target_only, kind) | (p == s._target))
     hand = take(s._hands, p)
     pool = role_counts(hand) + role_counts(s._drawn)
     hidden = (hand >= 0).sum()
-    keeps = ((phase == R.PH_EXCHANGE) & (jnp.asarray(T.keep_size) == hidden)
+    keeps = ((phase == rules.PH_EXCHANGE) & (jnp.asarray(T.keep_size) == hidden)
              & jnp.all(jnp.asarray(T.keep_counts) <= pool, axis=1))
     return jnp.concatenate([
         jnp.broadcast_to(free, (4,)),
-        in_action & (coins >= R.ACTION_COST[R.COUP]) & opponents,
-        free & (coins >= R.ACTION_COST[R.ASSASSINATE]) & opponents,
+        in_action & (coins >= rules.ACTION_COST[rules.COUP]) & opponents,
+        free & (coins >= rules.ACTION_COST[rules.ASSASSINATE]) & opponents,
         free & opponents,
         jnp.stack([in_react | in_answer, (in_react & (take(T.claim, kind) >= 0)) | in_answer]),
         may_block,
-        jnp.broadcast_to(phase == R.PH_LOSE, (2,)),
+        jnp.broadcast_to(phase == rules.PH_LOSE, (2,)),
         keeps,
     ])
 
@@ -98,11 +98,11 @@ def observe(s: State, seat) -> jax.Array:
     n = s._hands.shape[0]
     T = tables(n)
     rel = lambda x: jnp.where(x >= 0, (x - seat) % n, -1)  # noqa: E731
-    own = (take(s._hands, seat)[:, None] == jnp.arange(R.NUM_ROLES)).astype(jnp.float32)
-    sees_drawn = (s._phase == R.PH_EXCHANGE) & (s._actor == seat)
+    own = (take(s._hands, seat)[:, None] == jnp.arange(rules.NUM_ROLES)).astype(jnp.float32)
+    sees_drawn = (s._phase == rules.PH_EXCHANGE) & (s._actor == seat)
     drawn = jnp.where(sees_drawn, role_counts(s._drawn), 0)
     hidden = board.hidden_counts(s)
-    revealed = (s._revealed[:, :, None] == jnp.arange(R.NUM_ROLES)).sum(axis=1)
+    revealed = (s._revealed[:, :, None] == jnp.arange(rules.NUM_ROLES)).sum(axis=1)
     seats = jnp.concatenate([
         s._coins[:, None], hidden[:, None], (hidden > 0)[:, None], revealed, s._claims, s._blocks,
         s._challenges_won[:, None], s._challenges_lost[:, None], s._renewals[:, None], s._disproven,
@@ -110,9 +110,9 @@ def observe(s: State, seat) -> jax.Array:
     claim = jnp.where(s._action >= 0, take(T.claim, jnp.clip(s._action, 0)), -1)
     return jnp.concatenate([
         own.ravel(), drawn.astype(jnp.float32), seats.ravel().astype(jnp.float32),
-        one_hot(s._phase, R.NUM_PHASES), one_hot(s._action, R.NUM_MAIN_ACTIONS),
-        one_hot(rel(s._actor), n), one_hot(rel(s._target), n), one_hot(claim, R.NUM_ROLES),
-        one_hot(rel(s._blocker), n), one_hot(s._block_role, R.NUM_ROLES),
+        one_hot(s._phase, rules.NUM_PHASES), one_hot(s._action, rules.NUM_MAIN_ACTIONS),
+        one_hot(rel(s._actor), n), one_hot(rel(s._target), n), one_hot(claim, rules.NUM_ROLES),
+        one_hot(rel(s._blocker), n), one_hot(s._block_role, rules.NUM_ROLES),
         s._turn[None].astype(jnp.float32),
     ])
 

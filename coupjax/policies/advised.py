@@ -19,11 +19,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.challenge import STYLES, AdvisorParams
 from coupjax.advice.recommend import advice_params, decide
 from coupjax.policies.common import Policy, masked_logits
-from coupjax.view import parse
+from coupjax.observation import parse
 
 SCOPES = ("reactions", "all")
 
@@ -53,9 +53,9 @@ def make_advised(env, base: str = "honest", params: AdvisorParams | None = None,
         mask = state.legal_action_mask
         rec = decide(state.observation, mask, n, params, STYLES[style])
         phase = parse(state.observation, n).phase
-        covered = (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK)
+        covered = (phase == rules.PH_REACT) | (phase == rules.PH_ANSWER_BLOCK)
         if scope == "all":
-            covered = covered | (phase == R.PH_ACTION)
+            covered = covered | (phase == rules.PH_ACTION)
         use = covered & (rec["action"] >= 0)
         advised = masked_logits(jax.nn.one_hot(jnp.clip(rec["action"], 0), mask.shape[-1]), mask)
         return jnp.where(use, advised, own).astype(jnp.float32)

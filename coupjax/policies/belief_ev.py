@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.action_ev import EVParams, challenge_probs, recommend_action
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
 from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
 from coupjax.policies.common import Policy, masked_logits, uniform_over
 from coupjax.policies.scripted import reveal_and_keep
-from coupjax.view import parse
+from coupjax.observation import parse
 
 # belief_ev's challenge rule: the fitted advisor with these value constants (see
 # configs/advisor.yaml, section belief_ev): the F1-fitted advisor (alpha 1.0)
@@ -68,9 +68,9 @@ def make_belief_ev(env, params: AdvisorParams | None = None, ev: EVParams = EVPa
         blocks = mask & (block_role >= 0)
         true_blocks = blocks & (own[jnp.clip(block_role, 0)] > 0)
         # last card, assassinated, no contessa: bluff-block unless the actor likely challenges
-        ctx_t = (v.main_action == R.ASSASSINATE) & (v.target == 0) & (v.hidden[0] == 1)
+        ctx_t = (v.main_action == rules.ASSASSINATE) & (v.target == 0) & (v.hidden[0] == 1)
         c_actor = challenge_probs(v, n, ev)[jnp.clip(v.actor, 0)]
-        contessa_gone = v.visible[R.CONTESSA] >= R.COPIES_PER_ROLE
+        contessa_gone = v.visible[rules.CONTESSA] >= rules.COPIES_PER_ROLE
         bluff_contessa = (ctx_t & ~true_blocks.any() & mask[lay.block + 1] & ~contessa_gone
                           & (c_actor < adv["p_truth"]) & ~adv["impossible"])
         bluff_block = (ids == lay.block + 1) & bluff_contessa
@@ -86,7 +86,7 @@ def make_belief_ev(env, params: AdvisorParams | None = None, ev: EVParams = EVPa
 
         phase = v.phase
         probs = jnp.select(
-            [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
+            [phase == rules.PH_ACTION, (phase == rules.PH_REACT) | (phase == rules.PH_ANSWER_BLOCK), phase == rules.PH_LOSE],
             [p_main, p_react, p_lose], p_keep)
         probs = jnp.where((probs * mask).sum() > 0, probs, mask.astype(jnp.float32))
         return masked_logits(probs, mask)

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax.game.tables import tables
-from coupjax.view import parse
+from coupjax.observation import parse
 
 Policy = Callable[[jax.Array, object], jax.Array]
 

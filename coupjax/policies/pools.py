@@ -17,7 +17,7 @@ SCRIPTED_PARAMS = {
 # Bluff / challenge rate per bot (bluffs / bluff opportunities, challenges / challenge
 # opportunities).  Exact by construction, except those in `MEASURED_RATES` (random's two
 # rates; the challenges of impossible claims, which honest and cautious challenge always
-# and aggressive always rather than at 0.35), measured with `coupjax.arena.measure_rates`
+# and aggressive always rather than at 0.35), measured with `coupjax.seat_tables.measure_rates`
 # over 20,000 games; tests/test_policies.py checks every entry within its standard error.
 SCRIPTED_RATES = {
     "random": {"bluff": 0.5012, "challenge": 0.4616},

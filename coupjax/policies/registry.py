@@ -76,7 +76,7 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "Samples hidden worlds from its own observation, rolls out every legal action, and plays "
           "pi ∝ pi_prior * exp(Q / tau): the KL-regularized improvement of the prior (by default the rollout "
           "policy) as in Ataraxos.", "search"),
-    Entry("selfplay_search", "coupjax.search.selfplay:make_selfplay_search_spec",
+    Entry("selfplay_search", "coupjax.search.selfplay_search:make_selfplay_search_spec",
           "selfplay_search:DIR[,key=value...]: the regularized search on top of a self-play run, with its policy as "
           "rollout policy and prior, worlds from the exact posterior or its learned belief (belief=learned), and its "
           "value head scoring cut rollouts.", "search"),

@@ -30,24 +30,24 @@ log.  Shared definitions:
   cards counting 1 less (ties uniform).
 
 `pools.SCRIPTED_RATES` holds each bot's bluff and challenge rate;
-`coupjax.arena.measure_rates` measures them.
+`coupjax.seat_tables.measure_rates` measures them.
 """
 from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game.tables import tables
 from coupjax.policies.common import Policy, masked_logits, uniform_over
 from coupjax.policies.pools import MIX_NAMES, SCRIPTED_PARAMS
-from coupjax.view import ObsView, parse
+from coupjax.observation import ObsView, parse
 
 CARD_VALUE = np.array([5.0, 4.0, 3.0, 1.0, 2.0], np.float32)  # duke, assassin, captain, ambassador, contessa
 PAIR_PENALTY = 1.0
 HONEST_TOP = 0.8
 # value of each keep multiset (`rules.KEEPS`): its cards' values, a pair of equal cards 1 less
-KEEP_SCORE = (R.KEEP_COUNTS @ CARD_VALUE - PAIR_PENALTY * (R.KEEP_COUNTS.max(axis=1) >= 2)).astype(np.float32)
+KEEP_SCORE = (rules.KEEP_COUNTS @ CARD_VALUE - PAIR_PENALTY * (rules.KEEP_COUNTS.max(axis=1) >= 2)).astype(np.float32)
 
 
 def _spread(T, kind_w, avail, t):
@@ -85,17 +85,17 @@ def _honest_main(T, v: ObsView, avail, t):
     kind_avail = (jnp.where(avail, 1.0, 0.0) @ jnp.asarray(T.kind_onehot)) > 0
     opp_coins = (v.alive & (jnp.arange(T.num_players) > 0) & (v.coins > 0)).any()
     prefs = jnp.stack([
-        kind_avail[R.COUP],
-        kind_avail[R.ASSASSINATE] & (own[R.ASSASSIN] > 0),
-        kind_avail[R.TAX] & (own[R.DUKE] > 0),
-        kind_avail[R.STEAL] & (own[R.CAPTAIN] > 0) & opp_coins,
-        kind_avail[R.EXCHANGE] & (own[R.AMBASSADOR] > 0),
-        kind_avail[R.FOREIGN_AID],
-        kind_avail[R.INCOME],
+        kind_avail[rules.COUP],
+        kind_avail[rules.ASSASSINATE] & (own[rules.ASSASSIN] > 0),
+        kind_avail[rules.TAX] & (own[rules.DUKE] > 0),
+        kind_avail[rules.STEAL] & (own[rules.CAPTAIN] > 0) & opp_coins,
+        kind_avail[rules.EXCHANGE] & (own[rules.AMBASSADOR] > 0),
+        kind_avail[rules.FOREIGN_AID],
+        kind_avail[rules.INCOME],
     ])
-    order = jnp.array([R.COUP, R.ASSASSINATE, R.TAX, R.STEAL, R.EXCHANGE, R.FOREIGN_AID, R.INCOME])
+    order = jnp.array([rules.COUP, rules.ASSASSINATE, rules.TAX, rules.STEAL, rules.EXCHANGE, rules.FOREIGN_AID, rules.INCOME])
     top_kind = order[jnp.argmax(prefs)]
-    top = (jnp.arange(R.NUM_MAIN_ACTIONS) == top_kind) & prefs.any()
+    top = (jnp.arange(rules.NUM_MAIN_ACTIONS) == top_kind) & prefs.any()
     others = kind_avail & ~top
     kind_w = HONEST_TOP * top + (1.0 - HONEST_TOP) * others / jnp.maximum(others.sum(), 1)
     return _spread(T, kind_w, avail, t)
@@ -166,7 +166,7 @@ def _scripted_probs(T, v: ObsView, mask, bots):
     parts = {}
     for lead in sorted({prm["target_leader"] for _, prm in bots}):
         t = _target_weights(T, v, lead)
-        parts[lead] = (_honest_main(T, v, honest, t), _spread(T, jnp.ones(R.NUM_MAIN_ACTIONS), bluffs, t))
+        parts[lead] = (_honest_main(T, v, honest, t), _spread(T, jnp.ones(rules.NUM_MAIN_ACTIONS), bluffs, t))
     p_main = 0.0
     for w, prm in bots:
         p_honest, p_bluff = parts[prm["target_leader"]]
@@ -175,7 +175,7 @@ def _scripted_probs(T, v: ObsView, mask, bots):
 
     # ---- reactions and answers to a block: per-bot scalars times shared vectors
     ids = jnp.arange(T.num_actions)
-    role = jnp.where(phase == R.PH_ANSWER_BLOCK, v.block_role, v.claim)
+    role = jnp.where(phase == rules.PH_ANSWER_BLOCK, v.block_role, v.claim)
     impossible = (role >= 0) & (v.unseen[jnp.clip(role, 0)] <= 0)
     can_challenge = mask[T.challenge_id]
     blocks = mask & (block_role >= 0)
@@ -196,7 +196,7 @@ def _scripted_probs(T, v: ObsView, mask, bots):
     p_lose, p_keep = reveal_and_keep(T, v.own_cards, mask)
 
     return jnp.select(
-        [phase == R.PH_ACTION, (phase == R.PH_REACT) | (phase == R.PH_ANSWER_BLOCK), phase == R.PH_LOSE],
+        [phase == rules.PH_ACTION, (phase == rules.PH_REACT) | (phase == rules.PH_ANSWER_BLOCK), phase == rules.PH_LOSE],
         [p_main, p_react, w_scripted * p_lose], w_scripted * p_keep)
 
 

@@ -37,10 +37,10 @@ class SearchConfig:
       noise shrunk out (`_denoised_world_values`) instead of the raw per-world means.
     world_sampler: ``sampler(key, obs, num_players, num_worlds) -> posterior.Worlds``
       drawing the hidden worlds from the observation alone; ``None``: the exact
-      posterior with the claim likelihoods ``posterior`` (`coupjax.search.selfplay`
+      posterior with the claim likelihoods ``posterior`` (`coupjax.search.selfplay_search`
       has one from a learned belief).
     cut_value: ``value(state, seat) -> f32[]`` on the reward scale, scoring a rollout
-      cut after ``max_rollout_steps``; ``None``: `heuristic_value` (`coupjax.search.selfplay`
+      cut after ``max_rollout_steps``; ``None``: `heuristic_value` (`coupjax.search.selfplay_search`
       has a trained value head's).
     """
 

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from coupjax.policies.common import Policy, masked_logits
 from coupjax.search.config import DEFAULT_CONFIG, MODES, SearchConfig, default_config
 from coupjax.search.queue import make_searcher
-from coupjax.search.worlds import raw_key, resolve_policy
+from coupjax.search.world_states import raw_key, rollout_policy
 
 
 def _full(ids, valid, x, A, fill=0.0):
@@ -81,7 +81,7 @@ def make_batched_decider(env, mode: str | None = None, config: SearchConfig = DE
     if mode is not None and mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     search = make_searcher(env, config)
-    prior_policy = resolve_policy(env, config.rollout_policy if config.prior_policy is None else config.prior_policy)
+    prior_policy = rollout_policy(env, config.rollout_policy if config.prior_policy is None else config.prior_policy)
 
     def decide(keys, states):
         keys = raw_key(keys)

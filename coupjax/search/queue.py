@@ -60,7 +60,7 @@ makes their differences less noisy).  So a decision's result
 does not depend on which lanes ran it or what else was in the batch: under `jax.vmap`
 the registered policies switch (via `jax.custom_batching.custom_vmap`) to this pooled,
 batched search and give exactly what one call per state would.  That is what makes the
-policies affordable inside `coupjax.arena`'s table runner, whose vmapped
+policies affordable inside `coupjax.seat_tables`'s table runner, whose vmapped
 `lax.while_loop` calls a policy on every game at every step.
 """
 from __future__ import annotations
@@ -70,10 +70,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.search.config import DEFAULT_CONFIG, SearchConfig, max_legal_actions
-from coupjax.search.worlds import heuristic_value, raw_key, resolve_policy, world_states
+from coupjax.search.world_states import heuristic_value, raw_key, rollout_policy, world_states
 
 REFILL_DIVISOR = 8  # a step refills at most 1/8 of the lanes (module doc)
 
@@ -155,8 +155,8 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
     n, A = env.num_players, env.num_actions
     K, Rr, M = int(config.num_worlds), int(config.rollouts_per_world), max_legal_actions(n)
     cap = 2 ** 30 if config.max_rollout_steps is None else int(config.max_rollout_steps)
-    rollout = resolve_policy(env, config.rollout_policy)
-    own = None if config.rollout_self_policy is None else resolve_policy(env, config.rollout_self_policy)
+    rollout = rollout_policy(env, config.rollout_policy)
+    own = None if config.rollout_self_policy is None else rollout_policy(env, config.rollout_self_policy)
     beta = float(config.heuristic_beta)
     if config.cut_value is None:
         cut_value = lambda st, seat: heuristic_value(st, seat, beta)  # noqa: E731
@@ -237,7 +237,7 @@ def make_searcher(env, config: SearchConfig = DEFAULT_CONFIG):
         ks = jax.vmap(lambda k: jax.random.split(k, 3))(keys)  # worlds, rollouts, (prior: callers)
         mask = states.legal_action_mask
         count = mask.sum(axis=-1)
-        in_action = board.phase(states) == R.PH_ACTION
+        in_action = board.phase(states) == rules.PH_ACTION
         searched = ~states.terminated & (count >= 1) & ((count > 1) | in_action)
         ids = jnp.argsort(~mask, axis=-1, stable=True)[:, :M].astype(jnp.int32)
         valid = jnp.take_along_axis(mask, ids, axis=-1) & searched[:, None]

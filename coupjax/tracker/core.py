@@ -25,17 +25,17 @@ from types import SimpleNamespace
 import jax
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import event_to_dict, last_event
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import compiled
 from coupjax.jsonlines import ReplayError, lines_of
-from coupjax.tracker import advice as ADV
-from coupjax.tracker import record as REC
+from coupjax.tracker import seat_report
+from coupjax.tracker import record
 from coupjax.tracker.entries import ALL_PASSED, Entry, TrackerError, entry_from_event, public_view, seat_event
 from coupjax.tracker.rulebook import Known, check_card_ops, describe_op, why_illegal
-from coupjax.tracker.worlds import CardRecord, SearchLimit, find_world, layout
+from coupjax.tracker.card_timeline import CardRecord, SearchLimit, find_world, layout
 
 PHASE_TEXT = {"action": "choose a main action", "react": "react", "answer_block": "answer the block",
               "lose": "choose a card to lose", "exchange": "choose the cards to keep"}
@@ -46,26 +46,26 @@ KEY = jax.random.PRNGKey(0)  # the engine's own draws are overwritten: any key w
 def functions(num_players: int) -> SimpleNamespace:
     """The jitted engine functions of a table size (shared with `coupjax.match`)."""
     env, _, step, position = compiled(num_players)
-    return SimpleNamespace(env=env, step=step, position=position, patch=jax.jit(P.replace_hidden),
+    return SimpleNamespace(env=env, step=step, position=position, patch=jax.jit(deal.replace_hidden),
                            observe=jax.jit(env.observe))
 
 
 def _arrays(hands, drawn, deck, n):
     out = np.full(2, -1, np.int32)
     out[: len(drawn)] = drawn
-    return P.hand_arrays(hands, n), P.deck_array(deck), out
+    return deal.hand_arrays(hands, n), deal.deck_array(deck), out
 
 
 def _role_ids(cards, field: str) -> tuple:
-    if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)) or len(cards) != R.HAND_SIZE:
-        raise TrackerError(f"expected your {R.HAND_SIZE} cards (role names), got {cards!r}", field)
+    if isinstance(cards, (str, bytes)) or not isinstance(cards, (list, tuple)) or len(cards) != rules.HAND_SIZE:
+        raise TrackerError(f"expected your {rules.HAND_SIZE} cards (role names), got {cards!r}", field)
     out = []
     for i, c in enumerate(cards):
         try:
-            out.append(c if isinstance(c, int) and not isinstance(c, bool) and 0 <= c < R.NUM_ROLES
-                       else R.role_index(c))
+            out.append(c if isinstance(c, int) and not isinstance(c, bool) and 0 <= c < rules.NUM_ROLES
+                       else rules.role_index(c))
         except (ValueError, TypeError):
-            raise TrackerError(f"unknown role {c!r}; roles are {', '.join(R.ROLES)}", f"{field}[{i}]") from None
+            raise TrackerError(f"unknown role {c!r}; roles are {', '.join(rules.ROLES)}", f"{field}[{i}]") from None
     return tuple(out)
 
 
@@ -82,12 +82,12 @@ class Tracker:
     seat, its two cards (role names, in the order it holds them: ``reveal:0`` is the
     first) and the seat that starts.  Feed it `add` (entries, `coupjax.tracker.entries`)
     or `add_event` (event dicts); read `view`, `observation`, `state`, `expects`, and
-    `coupjax.tracker.advice` for beliefs and advice.
+    `coupjax.tracker.seat_report` for beliefs and advice.
     """
 
     def __init__(self, num_players: int = 4, seat: int = 0, hand=("duke", "captain"), first: int = 0):
         try:
-            n = R.check_num_players(num_players)
+            n = rules.check_num_players(num_players)
         except ValueError as err:
             raise TrackerError(str(err), "num_players") from None
         self.num_players, self.seat = n, _seat_arg(seat, n, "seat")
@@ -97,8 +97,8 @@ class Tracker:
         self._cards = CardRecord(n, self.seat, self.hand)
         self._world = find_world(self._cards)
         hands, drawn, deck = layout(self._cards, self._world)
-        start = np.full(n, R.START_COINS, np.int32)
-        self._state = self._fn.position(P.hand_arrays(hands, n), P.deck_array(deck), start,
+        start = np.full(n, rules.START_COINS, np.int32)
+        self._state = self._fn.position(deal.hand_arrays(hands, n), deal.deck_array(deck), start,
                                         np.full((n, 2), -1, np.int32), self.first, 0, True)
         self._states = [self._state]  # after each step (0: the start)
         self._marks = [0]  # card operations after each step
@@ -116,7 +116,7 @@ class Tracker:
 
     @property
     def phase(self) -> str:
-        return "done" if self.done else R.PHASES[int(board.phase(self._state))]
+        return "done" if self.done else rules.PHASES[int(board.phase(self._state))]
 
     @property
     def num_steps(self) -> int:
@@ -135,15 +135,15 @@ class Tracker:
         return np.asarray(self._fn.observe(self.state(step), self.seat))
 
     def own_hand(self) -> list[str]:
-        return [R.ROLES[c] for c in Known(self._cards).hand]
+        return [rules.ROLES[c] for c in Known(self._cards).hand]
 
     def own_drawn(self) -> list[str]:
-        return [R.ROLES[c] for c in Known(self._cards).drawn]
+        return [rules.ROLES[c] for c in Known(self._cards).drawn]
 
     def world(self) -> dict:
         """The current world's hidden cards now (JSON-able; one of many that fit)."""
         hands, drawn, deck = layout(self._cards, self._world)
-        name = lambda cs: [R.ROLES[c] for c in cs]  # noqa: E731
+        name = lambda cs: [rules.ROLES[c] for c in cs]  # noqa: E731
         return {"hands": [name(h) for h in hands], "drawn": name(drawn), "deck": name(deck)}
 
     def legal_actions(self) -> list[str]:
@@ -151,12 +151,12 @@ class Tracker:
         if self.done:
             return []
         p = int(self._state.current_player)
-        if p != self.seat and board.phase(self._state) == R.PH_EXCHANGE:
+        if p != self.seat and board.phase(self._state) == rules.PH_EXCHANGE:
             return ["keep"]
-        if p != self.seat and board.phase(self._state) == R.PH_LOSE:
+        if p != self.seat and board.phase(self._state) == rules.PH_LOSE:
             return ["reveal"]
         ids = np.flatnonzero(np.asarray(self._state.legal_action_mask))
-        return [R.action_name(int(a), p, self.num_players) for a in ids]
+        return [rules.action_name(int(a), p, self.num_players) for a in ids]
 
     def expects(self) -> dict | None:
         """What the next entry is about: the seat to act, the phase and the choices (a page's taps)."""
@@ -171,23 +171,23 @@ class Tracker:
 
     def view(self) -> dict:
         """The table as the recording seat sees it now (JSON-able, absolute seats;
-        `coupjax.tracker.advice.table`), with what the next entry is about."""
-        out = ADV.table(self._state, self.seat)
+        `coupjax.tracker.seat_report.table`), with what the next entry is about."""
+        out = seat_report.table(self._state, self.seat)
         out.update(num_players=self.num_players, first=self.first, steps=self.num_steps, expects=self.expects())
         return out
 
     def beliefs(self) -> list[dict]:
         """Per opponent with cards: CoupVisor's and the exact posterior's P(holds role)."""
-        return ADV.beliefs(self._state, self.seat)
+        return seat_report.beliefs(self._state, self.seat)
 
     def advice(self, use_search: bool = True, key=None, mode: str = "expected", budget=None) -> dict | None:
-        """The advice at the recording seat's decision (`coupjax.tracker.advice.advice`), else None."""
-        return ADV.advice(self._state, self.seat, use_search, key, mode, budget)
+        """The advice at the recording seat's decision (`coupjax.tracker.seat_report.advice`), else None."""
+        return seat_report.advice(self._state, self.seat, use_search, key, mode, budget)
 
     # ------------------------------------------------------------------ files
     def save(self, path) -> None:
         """Write the seat record: the header (what this seat knew at the start) and every seat event."""
-        REC.write(path, REC.header(self.num_players, self.seat, self.hand, self.first), self.events)
+        record.write(path, record.header(self.num_players, self.seat, self.hand, self.first), self.events)
 
     @classmethod
     def load(cls, path) -> "Tracker":
@@ -203,12 +203,12 @@ class Tracker:
         the tracker is None when the header itself is bad."""
         try:
             lines = lines_of(path)
-            head = REC.read_header(path, lines)
+            head = record.read_header(path, lines)
         except ReplayError as err:
             return None, err
         tracker = cls(head["num_players"], head["seat"], head["hand"], head["first"])
         try:
-            for lineno, event in REC.events(path, lines, tracker.num_players):
+            for lineno, event in record.events(path, lines, tracker.num_players):
                 try:
                     tracker.add_event(event, exact=True)
                 except TrackerError as err:
@@ -268,7 +268,7 @@ class Tracker:
         """The live seats still to react, in order (after the seat to act, or from it)."""
         s, n = self._state, self.num_players
         actor, p = int(board.actor(s)), int(s.current_player)
-        alive = [len(h) > 0 for h in P.hands(s)]
+        alive = [len(h) > 0 for h in deal.hands(s)]
         pos = (p - actor) % n
         return [(actor + k) % n for k in range(1, n) if alive[(actor + k) % n]
                 and (k > pos or (include_current and k == pos))]
@@ -279,22 +279,22 @@ class Tracker:
         p, phase = self.current_player, int(board.phase(self._state))
         blank = Entry(action="pass")
         if e.action == ALL_PASSED:
-            if phase not in (R.PH_REACT, R.PH_ANSWER_BLOCK):
-                raise TrackerError(f"nobody is reacting now: seat {p} is to {PHASE_TEXT[R.PHASES[phase]]}", "action")
+            if phase not in (rules.PH_REACT, rules.PH_ANSWER_BLOCK):
+                raise TrackerError(f"nobody is reacting now: seat {p} is to {PHASE_TEXT[rules.PHASES[phase]]}", "action")
             if e.seat is not None:
                 raise TrackerError("all_passed names no seat", "seat")
             out = []
             while True:
-                last = phase == R.PH_ANSWER_BLOCK or not self._responders()
+                last = phase == rules.PH_ANSWER_BLOCK or not self._responders()
                 out.append(self._step("pass", e if last else blank))
                 if last:
                     return out
         seat = p if e.seat is None else e.seat
         out = []
         if seat != p:
-            later = self._responders() if phase == R.PH_REACT else []
-            if seat not in later or e.action not in R.REACTION_NAMES:
-                raise TrackerError(f"seat {p} is to {PHASE_TEXT[R.PHASES[phase]]} now, not seat {seat}", "seat")
+            later = self._responders() if phase == rules.PH_REACT else []
+            if seat not in later or e.action not in rules.REACTION_NAMES:
+                raise TrackerError(f"seat {p} is to {PHASE_TEXT[rules.PHASES[phase]]} now, not seat {seat}", "seat")
             for _ in range(1 + later.index(seat)):  # the seat to react, then those before the named one
                 out.append(self._step("pass", blank))
         out.append(self._step(e.action, e))
@@ -305,11 +305,11 @@ class Tracker:
         """The action id to send for ``name`` (a trial choice for another seat's private one)."""
         n, me, s = self.num_players, self.seat, self._state
         p, phase = int(s.current_player), int(board.phase(s))
-        lay = R.ActionLayout(n)
+        lay = rules.ActionLayout(n)
         mask = np.asarray(s.legal_action_mask)
-        private = {"reveal": R.PH_LOSE, "keep": R.PH_EXCHANGE}
+        private = {"reveal": rules.PH_LOSE, "keep": rules.PH_EXCHANGE}
         if name in private and phase != private[name]:
-            raise TrackerError(f"seat {p} is to {PHASE_TEXT[R.PHASES[phase]]}, not to {name}", "action")
+            raise TrackerError(f"seat {p} is to {PHASE_TEXT[rules.PHASES[phase]]}, not to {name}", "action")
         if f.forfeit and name in private:
             return 0  # income: outside the legal set in both phases
         if name == "reveal":
@@ -319,8 +319,8 @@ class Tracker:
                 return lay.reveal
             role = f.reveals[0][1]
             if role not in hand:
-                raise TrackerError(f"you hold no {R.ROLES[role]} to reveal (your hand: "
-                                   f"{', '.join(R.ROLES[c] for c in hand)})", "reveals")
+                raise TrackerError(f"you hold no {rules.ROLES[role]} to reveal (your hand: "
+                                   f"{', '.join(rules.ROLES[c] for c in hand)})", "reveals")
             return lay.reveal + hand.index(role)
         if name == "keep":
             if p == me:
@@ -328,7 +328,7 @@ class Tracker:
             return lay.keep + int(np.flatnonzero(mask[lay.keep:])[0])
         if p != me and phase in private.values() and name.startswith(("keep:", "reveal:")):
             raise TrackerError(f"seat {p}'s choice is hidden from you: enter {name.split(':')[0]}", "action")
-        a = R.action_id(name, p, n)
+        a = rules.action_id(name, p, n)
         if f.forfeit and mask[a]:
             raise TrackerError(f"{name} is legal here: it does not forfeit", "forfeit")
         if not f.forfeit and not mask[a]:
@@ -341,7 +341,7 @@ class Tracker:
         S = self._state
         p, phase = int(S.current_player), int(board.phase(S))
         known = Known(self._cards)
-        if name.startswith("reveal:") and p == me and phase == R.PH_LOSE and not f.forfeit:  # own card by index
+        if name.startswith("reveal:") and p == me and phase == rules.PH_LOSE and not f.forfeit:  # own card by index
             i = int(name.split(":")[1])
             if i >= len(known.hand):
                 raise TrackerError(f"you hold {len(known.hand)} card(s): no reveal:{i}", "action")
@@ -359,13 +359,13 @@ class Tracker:
         # a trial step: the flow (who loses, who draws) depends only on the challenge result
         hands, drawn, deck = layout(self._cards, self._world)
         if challenge:
-            c = int(board.blocker(S)) if phase == R.PH_ANSWER_BLOCK else int(board.actor(S))
-            role = int(board.block_role(S)) if phase == R.PH_ANSWER_BLOCK else int(R.ACTION_CLAIM[board.main_action(S)])
+            c = int(board.blocker(S)) if phase == rules.PH_ANSWER_BLOCK else int(board.actor(S))
+            role = int(board.block_role(S)) if phase == rules.PH_ANSWER_BLOCK else int(rules.ACTION_CLAIM[board.main_action(S)])
             if c == me and (role in hands[c]) == f.bluff_caught:
-                raise TrackerError(f"you hold {'a' if role in hands[c] else 'no'} {R.ROLES[role]}: the challenge "
+                raise TrackerError(f"you hold {'a' if role in hands[c] else 'no'} {rules.ROLES[role]}: the challenge "
                                    f"{'cannot catch' if role in hands[c] else 'caught'} a bluff", "bluff_caught")
             if c != me and f.bluff_caught:
-                hands[c] = [(x + 1) % R.NUM_ROLES if x == role else x for x in hands[c]]
+                hands[c] = [(x + 1) % rules.NUM_ROLES if x == role else x for x in hands[c]]
             elif c != me and role not in hands[c]:
                 hands[c][0] = role
             S1 = fn.step(fn.patch(S, *_arrays(hands, drawn, deck, n)), aid, KEY)
@@ -382,14 +382,14 @@ class Tracker:
         order = {p: [r for _, r in f.reveals]} if f.forfeit and p != me else None
         pre = layout(rec, world, len(self._cards.ops), order)
         if name == "reveal" and p != me and not f.forfeit:
-            aid = R.ActionLayout(n).reveal + pre[0][p].index(f.reveals[0][1])
+            aid = rules.ActionLayout(n).reveal + pre[0][p].index(f.reveals[0][1])
         if name == "keep" and p != me and not f.forfeit:
-            aid = R.ActionLayout(n).keep + R.KEEPS.index(tuple(world.keep[len(rec.ops) - 1]))
+            aid = rules.ActionLayout(n).keep + rules.KEEPS.index(tuple(world.keep[len(rec.ops) - 1]))
         S2 = fn.step(fn.patch(S, *_arrays(*pre, n)), aid, KEY)
         ev2 = event_to_dict(last_event(S2), n)
         S2 = fn.patch(S2, *_arrays(*layout(rec, world), n))
         want = [r for _, r in f.reveals]
-        got = [R.role_index(x["role"]) for x in ev2["reveals"]]
+        got = [rules.role_index(x["role"]) for x in ev2["reveals"]]
         same = sorted(got) == sorted(want) if f.forfeit else got == want
         if not same or ev2["challenge"] != ev["challenge"] or len(ev2["reveals"]) != len(ev["reveals"]):
             raise AssertionError(f"tracker: the world's step gives {ev2}, the record {f}")  # a bug, never the entry
@@ -407,7 +407,7 @@ class Tracker:
         if not own_redraw and f.redraw is not None:
             raise TrackerError("you redraw only when a challenge proves your claim", "redraw")
         if ch is not None:
-            c, role = ch["seat"], R.role_index(ch["role"])
+            c, role = ch["seat"], rules.role_index(ch["role"])
             if ch["bluff_caught"]:
                 ops.append(("exclude", c, role, None))
             else:
@@ -428,8 +428,8 @@ class Tracker:
             raise TrackerError("no exchange of yours draws cards in this step", "drawn")
         if ev["exchange_drawn"]:
             ops.append(("draw", ev["actor"], None, tuple(sorted(f.drawn)) if own_draw else None))
-        if phase == R.PH_EXCHANGE:
-            kept = R.KEEPS[R.KEEP_NAMES.index(name)] if ev["seat"] == me and not f.forfeit else None
+        if phase == rules.PH_EXCHANGE:
+            kept = rules.KEEPS[rules.KEEP_NAMES.index(name)] if ev["seat"] == me and not f.forfeit else None
             ops.append(("return", ev["seat"], None, None) if f.forfeit else ("keep", ev["seat"], None, kept))
         return ops
 

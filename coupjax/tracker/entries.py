@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import FieldError, boolean, event_fields, integer, list_of, nullable, one_of, record
 
 ALL_PASSED = "all_passed"
@@ -71,8 +71,8 @@ class Entry:
         if unknown:
             raise TrackerError(f"unexpected key (an entry has {', '.join(ENTRY_KEYS)})", str(unknown[0]))
         n = num_players
-        names = tuple(R.all_protocol_names(n)) + ("reveal", "keep", ALL_PASSED)
-        role = one_of(R.ROLES, "a role:")
+        names = tuple(rules.all_protocol_names(n)) + ("reveal", "keep", ALL_PASSED)
+        role = one_of(rules.ROLES, "a role:")
         try:
             if "action" not in data:
                 raise FieldError("action", "missing")
@@ -86,12 +86,12 @@ class Entry:
             list_of(_reveal_item(n), range(5))(items, "reveals")
         except FieldError as err:
             raise TrackerError(err.message, err.field) from None
-        reveals = tuple((None, R.role_index(x)) if isinstance(x, str) else (x["seat"], R.role_index(x["role"]))
+        reveals = tuple((None, rules.role_index(x)) if isinstance(x, str) else (x["seat"], rules.role_index(x["role"]))
                         for x in items)
         return cls(action=data["action"], seat=data.get("seat"), bluff_caught=data.get("bluff_caught"),
                    reveals=reveals, forfeit=data.get("forfeit", False),
-                   redraw=None if data.get("redraw") is None else R.role_index(data["redraw"]),
-                   drawn=tuple(R.role_index(x) for x in data.get("drawn", [])))
+                   redraw=None if data.get("redraw") is None else rules.role_index(data["redraw"]),
+                   drawn=tuple(rules.role_index(x) for x in data.get("drawn", [])))
 
     def to_dict(self) -> dict:
         """The entry as a JSON-able dict (only the fields it sets)."""
@@ -101,13 +101,13 @@ class Entry:
         if self.bluff_caught is not None:
             out["bluff_caught"] = self.bluff_caught
         if self.reveals:
-            out["reveals"] = [R.ROLES[r] if s is None else {"seat": s, "role": R.ROLES[r]} for s, r in self.reveals]
+            out["reveals"] = [rules.ROLES[r] if s is None else {"seat": s, "role": rules.ROLES[r]} for s, r in self.reveals]
         if self.forfeit:
             out["forfeit"] = True
         if self.redraw is not None:
-            out["redraw"] = R.ROLES[self.redraw]
+            out["redraw"] = rules.ROLES[self.redraw]
         if self.drawn:
-            out["drawn"] = [R.ROLES[r] for r in self.drawn]
+            out["drawn"] = [rules.ROLES[r] for r in self.drawn]
         return out
 
 
@@ -115,7 +115,7 @@ ENTRY_KEYS = ("seat", "action", "bluff_caught", "reveals", "forfeit", "redraw", 
 
 
 def _reveal_item(n: int):
-    role = one_of(R.ROLES, "a role:")
+    role = one_of(rules.ROLES, "a role:")
     full = record({"seat": integer(0, n - 1), "role": role})
 
     def check(v, field):
@@ -143,9 +143,9 @@ def entry_from_event(event: dict, num_players: int, seat: int, keep: str | None 
     redraw = event.get("redraw") or redraw
     drawn = event.get("exchange_drawn") or drawn or []
     return Entry(action=action, seat=event["seat"], bluff_caught=None if ch is None else ch["bluff_caught"],
-                 reveals=tuple((x["seat"], R.role_index(x["role"])) for x in event["reveals"]),
-                 forfeit=event["forfeit"], redraw=None if redraw is None else R.role_index(redraw),
-                 drawn=tuple(R.role_index(x) for x in drawn))
+                 reveals=tuple((x["seat"], rules.role_index(x["role"])) for x in event["reveals"]),
+                 forfeit=event["forfeit"], redraw=None if redraw is None else rules.role_index(redraw),
+                 drawn=tuple(rules.role_index(x) for x in drawn))
 
 
 def seat_event(event: dict, seat: int, redraw=None, drawn=()) -> dict:
@@ -158,8 +158,8 @@ def seat_event(event: dict, seat: int, redraw=None, drawn=()) -> dict:
         out["action"] = "reveal" if event["phase"] == "lose" else "keep"
     elif event["phase"] in PRIVATE_PHASES and event["forfeit"]:
         out["action"] = "reveal" if event["phase"] == "lose" else "keep"
-    out["redraw"] = R.ROLES[redraw] if redraw is not None else None
-    out["exchange_drawn"] = [R.ROLES[r] for r in drawn]
+    out["redraw"] = rules.ROLES[redraw] if redraw is not None else None
+    out["exchange_drawn"] = [rules.ROLES[r] for r in drawn]
     out["reveals"] = [x if x["seat"] == seat else {"seat": x["seat"], "role": x["role"]} for x in event["reveals"]]
     return out
 
@@ -180,12 +180,12 @@ def seat_event_fields(num_players: int) -> dict:
     """The checks of a seat event line: the event schema of `coupjax.events`, with
     ``reveal`` / ``keep`` for another seat's private choice and reveals whose ``index``
     is present only for the recording seat's own cards (checked when applied)."""
-    n = R.check_num_players(num_players)
+    n = rules.check_num_players(num_players)
     fields = dict(event_fields(n))
-    fields["action"] = one_of(tuple(R.all_protocol_names(n)) + ("reveal", "keep"), "a protocol name, reveal or keep:")
-    seat, role = integer(0, n - 1), one_of(R.ROLES, "a role:")
+    fields["action"] = one_of(tuple(rules.all_protocol_names(n)) + ("reveal", "keep"), "a protocol name, reveal or keep:")
+    seat, role = integer(0, n - 1), one_of(rules.ROLES, "a role:")
     short = record({"seat": seat, "role": role})
-    full = record({"seat": seat, "role": role, "index": integer(0, R.HAND_SIZE - 1)})
+    full = record({"seat": seat, "role": role, "index": integer(0, rules.HAND_SIZE - 1)})
 
     def item(v, field):
         (full if isinstance(v, dict) and "index" in v else short)(v, field)

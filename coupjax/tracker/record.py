@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import json
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.events import FieldError, const, integer, list_of, one_of, record
 from coupjax.jsonlines import ReplayError, json_line
 from coupjax.tracker.entries import seat_event_fields
@@ -28,7 +28,7 @@ VERSION = 1
 
 def header(num_players: int, seat: int, hand, first: int) -> dict:
     return {"type": SEAT_RECORD, "version": VERSION, "num_players": num_players, "seat": seat,
-            "hand": [R.ROLES[c] for c in hand], "first": first}
+            "hand": [rules.ROLES[c] for c in hand], "first": first}
 
 
 def write(path, head: dict, events: list[dict]) -> None:
@@ -42,7 +42,7 @@ def write(path, head: dict, events: list[dict]) -> None:
 def _header_check(num_players: int):
     n = num_players
     return record({"type": const(SEAT_RECORD), "version": const(VERSION), "num_players": const(n),
-                   "seat": integer(0, n - 1), "hand": list_of(one_of(R.ROLES, "a role:"), (R.HAND_SIZE,)),
+                   "seat": integer(0, n - 1), "hand": list_of(one_of(rules.ROLES, "a role:"), (rules.HAND_SIZE,)),
                    "first": integer(0, n - 1)})
 
 
@@ -67,7 +67,7 @@ def check_header(d) -> None:
                          f"version {VERSION} only")
     if "num_players" not in d:
         raise FieldError("num_players", "missing")
-    integer(R.MIN_PLAYERS, R.MAX_PLAYERS)(d["num_players"], "num_players")
+    integer(rules.MIN_PLAYERS, rules.MAX_PLAYERS)(d["num_players"], "num_players")
     _header_check(d["num_players"])(d)
 
 

@@ -4,7 +4,7 @@ A file is a full match (`coupjax.match.Match.save`) or a seat record
 (`coupjax.tracker.Tracker.save`), told apart by its first line.  `load_game` replays
 the valid lines (and keeps the `ReplayError` of the first bad one); `frame` is one
 step as the shown seat saw it: the table before the step, the beliefs, the advice
-when the seat was to decide (`coupjax.tracker.advice`) and the step's event;
+when the seat was to decide (`coupjax.tracker.seat_report`) and the step's event;
 `render` prints a frame with rich.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.jsonlines import ReplayError, first_line, lines_of
 from coupjax.match import Match
-from coupjax.tracker import advice as ADV
+from coupjax.tracker import seat_report
 from coupjax.tracker.core import Tracker
 from coupjax.tracker.entries import seat_event
 
@@ -85,10 +85,10 @@ def frame(game: Game, step: int, seat: int, use_search: bool = True) -> dict:
         ch = event["challenge"]
         own_redraw = ch is not None and ch["seat"] == seat and not ch["bluff_caught"]
         own_draw = bool(event["exchange_drawn"]) and event["actor"] == seat
-        event = seat_event(event, seat, R.role_index(event["redraw"]) if own_redraw else None,
-                           [R.role_index(x) for x in event["exchange_drawn"]] if own_draw else ())
-    return {"step": step, "table": ADV.table(state, seat), "beliefs": ADV.beliefs(state, seat),
-            "advice": ADV.advice(state, seat, use_search), "event": event}
+        event = seat_event(event, seat, rules.role_index(event["redraw"]) if own_redraw else None,
+                           [rules.role_index(x) for x in event["exchange_drawn"]] if own_draw else ())
+    return {"step": step, "table": seat_report.table(state, seat), "beliefs": seat_report.beliefs(state, seat),
+            "advice": seat_report.advice(state, seat, use_search), "event": event}
 
 
 def describe(event: dict, seat: int) -> str:
@@ -128,7 +128,7 @@ def render(fr: dict, console: Console) -> None:
     beliefs = {b["seat"]: b for b in fr["beliefs"]}
 
     def top(b):
-        best = sorted(R.ROLES, key=lambda r: -b["exact"][r])[:2]
+        best = sorted(rules.ROLES, key=lambda r: -b["exact"][r])[:2]
         return ", ".join(f"{r} {b['exact'][r]:.2f} ({b['coupvisor'][r]:.2f})" for r in best)
 
     for s in range(n):

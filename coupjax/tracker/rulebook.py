@@ -1,7 +1,7 @@
 """The rule an impossible entry breaks, in words (docs/rules.md).
 
 `why_illegal` explains an action outside the legal set from the public state;
-`check_card_ops` checks a step's card operations (`coupjax.tracker.worlds`) against
+`check_card_ops` checks a step's card operations (`coupjax.tracker.card_timeline`) against
 what the recording seat knows for certain (its own cards, every revealed card, the
 roles a caught bluff ruled out) and names the first one that cannot happen.  What
 only the whole card timeline can rule out is left to `worlds.find_world`.
@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from collections import Counter
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.tracker.entries import TrackerError
 
 
 def _plural(role: int, k: int) -> str:
-    return R.ROLES[role] if k == 1 else R.ROLES[role] + "s"
+    return rules.ROLES[role] if k == 1 else rules.ROLES[role] + "s"
 
 
 def _cards(roles) -> str:
-    return ", ".join(R.ROLES[r] for r in roles) or "none"
+    return ", ".join(rules.ROLES[r] for r in roles) or "none"
 
 
 def why_illegal(state, name: str, num_players: int) -> str:
@@ -29,18 +29,18 @@ def why_illegal(state, name: str, num_players: int) -> str:
     n = num_players
     p = int(state.current_player)
     phase = int(board.phase(state))
-    coins = P.coins(state)
-    alive = [h > 0 for h in (len(x) for x in P.hands(state))]
+    coins = deal.coins(state)
+    alive = [h > 0 for h in (len(x) for x in deal.hands(state))]
     kind, _, arg = name.partition(":")
     main = int(board.main_action(state))
-    main_name = R.MAIN_ACTIONS[main] if main >= 0 else None
+    main_name = rules.MAIN_ACTIONS[main] if main >= 0 else None
     actor = int(board.actor(state))
-    if phase == R.PH_ACTION:
-        if kind not in R.MAIN_ACTIONS:
-            return f"seat {p} must choose a main action ({', '.join(R.MAIN_ACTIONS)}), not {name}"
-        if coins[p] >= R.FORCED_COUP_COINS and kind != "coup":
-            return f"seat {p} must coup: it starts its turn with {coins[p]} coins ({R.FORCED_COUP_COINS} or more force a coup)"
-        cost = int(R.ACTION_COST[R.MAIN_ACTIONS.index(kind)])
+    if phase == rules.PH_ACTION:
+        if kind not in rules.MAIN_ACTIONS:
+            return f"seat {p} must choose a main action ({', '.join(rules.MAIN_ACTIONS)}), not {name}"
+        if coins[p] >= rules.FORCED_COUP_COINS and kind != "coup":
+            return f"seat {p} must coup: it starts its turn with {coins[p]} coins ({rules.FORCED_COUP_COINS} or more force a coup)"
+        cost = int(rules.ACTION_COST[rules.MAIN_ACTIONS.index(kind)])
         if coins[p] < cost:
             return f"seat {p} cannot {kind} with {coins[p]} coins: {kind} costs {cost}"
         if arg:
@@ -50,28 +50,28 @@ def why_illegal(state, name: str, num_players: int) -> str:
             if not alive[t]:
                 return f"seat {t} is out of the game: it cannot be the target of {kind}"
         return f"{name} is not legal for seat {p} now"
-    if phase == R.PH_REACT:
-        claim = int(R.ACTION_CLAIM[main])
+    if phase == rules.PH_REACT:
+        claim = int(rules.ACTION_CLAIM[main])
         if kind == "challenge" and claim < 0:
             return f"{main_name} claims no role: it can be blocked, not challenged"
         if kind == "block":
-            role = R.role_index(arg)
-            blockers = [R.ROLES[r] for r in R.BLOCK_ROLES if R.ACTION_BLOCKERS[main, r]]
+            role = rules.role_index(arg)
+            blockers = [rules.ROLES[r] for r in rules.BLOCK_ROLES if rules.ACTION_BLOCKERS[main, r]]
             if not blockers:
                 return f"{main_name} cannot be blocked"
-            if not R.ACTION_BLOCKERS[main, role]:
+            if not rules.ACTION_BLOCKERS[main, role]:
                 return f"{main_name} is blocked by {' or '.join(blockers)}, not {arg}"
-            if R.BLOCK_BY_TARGET_ONLY[main] and p != int(board.target(state)):
+            if rules.BLOCK_BY_TARGET_ONLY[main] and p != int(board.target(state)):
                 return f"only the target (seat {int(board.target(state))}) may block {main_name}"
         return (f"seat {p} is reacting to seat {actor}'s {main_name}: pass, challenge or a block the rules allow, "
                 f"not {name}")
-    if phase == R.PH_ANSWER_BLOCK:
+    if phase == rules.PH_ANSWER_BLOCK:
         return f"seat {p} answers seat {int(board.blocker(state))}'s block: pass (the block stands) or challenge, not {name}"
-    if phase == R.PH_LOSE:
+    if phase == rules.PH_LOSE:
         return f"seat {p} must choose a card to lose (reveal), not {name}"
-    if phase == R.PH_EXCHANGE and kind == "keep":
-        hand, drawn = P.hands(state)[p], P.drawn(state)
-        keep = R.KEEPS[R.KEEP_NAMES.index(name)]
+    if phase == rules.PH_EXCHANGE and kind == "keep":
+        hand, drawn = deal.hands(state)[p], deal.drawn(state)
+        keep = rules.KEEPS[rules.KEEP_NAMES.index(name)]
         if len(keep) != len(hand):
             return f"seat {p} holds {len(hand)} card(s): it keeps {len(hand)}, not {len(keep)}"
         return f"{name} cannot be formed from seat {p}'s hand and drawn cards ({_cards(sorted(hand + drawn))})"
@@ -123,7 +123,7 @@ class Known:
         if self.drawn.count(role):
             parts.append(f"{self.drawn.count(role)} in your draw")
         v = self.visible(role)
-        return f"{'all 3 are' if v >= R.COPIES_PER_ROLE else f'{v} of the 3 are'} accounted for: {', '.join(parts)}"
+        return f"{'all 3 are' if v >= rules.COPIES_PER_ROLE else f'{v} of the 3 are'} accounted for: {', '.join(parts)}"
 
 
 def check_card_ops(record, ops: list) -> None:
@@ -133,33 +133,33 @@ def check_card_ops(record, ops: list) -> None:
     me = record.seat
     for kind, s, role, cards in ops:
         if kind == "reveal" and s == me and role not in known.hand:
-            raise TrackerError(f"you hold no {R.ROLES[role]} to reveal (your hand: {_cards(known.hand)})", "reveals")
+            raise TrackerError(f"you hold no {rules.ROLES[role]} to reveal (your hand: {_cards(known.hand)})", "reveals")
         if kind == "reveal" and s != me:
-            if known.visible(role) >= R.COPIES_PER_ROLE:
-                raise TrackerError(f"a fourth {R.ROLES[role]}: {known.accounted(role)}", "reveals")
+            if known.visible(role) >= rules.COPIES_PER_ROLE:
+                raise TrackerError(f"a fourth {rules.ROLES[role]}: {known.accounted(role)}", "reveals")
             if role in known.disproven[s]:
-                raise TrackerError(f"seat {s} cannot reveal a {R.ROLES[role]}: it was caught bluffing "
-                                   f"{R.ROLES[role]} since its hand last changed", "reveals")
+                raise TrackerError(f"seat {s} cannot reveal a {rules.ROLES[role]}: it was caught bluffing "
+                                   f"{rules.ROLES[role]} since its hand last changed", "reveals")
         if kind == "need" and s == me and role not in known.hand:
-            raise TrackerError(f"you hold no {R.ROLES[role]}: the challenge caught your bluff (bluff_caught is true)",
+            raise TrackerError(f"you hold no {rules.ROLES[role]}: the challenge caught your bluff (bluff_caught is true)",
                                "bluff_caught")
         if kind == "exclude" and s == me and role in known.hand:
-            raise TrackerError(f"you hold a {R.ROLES[role]}: the challenge cannot catch a bluff (bluff_caught is false)",
+            raise TrackerError(f"you hold a {rules.ROLES[role]}: the challenge cannot catch a bluff (bluff_caught is false)",
                                "bluff_caught")
         if kind == "need" and s != me:
-            if known.visible(role) >= R.COPIES_PER_ROLE:
-                raise TrackerError(f"seat {s} cannot hold a {R.ROLES[role]}: {known.accounted(role)}", "bluff_caught")
+            if known.visible(role) >= rules.COPIES_PER_ROLE:
+                raise TrackerError(f"seat {s} cannot hold a {rules.ROLES[role]}: {known.accounted(role)}", "bluff_caught")
             if role in known.disproven[s]:
-                raise TrackerError(f"seat {s} cannot hold a {R.ROLES[role]}: it was caught bluffing "
-                                   f"{R.ROLES[role]} since its hand last changed", "bluff_caught")
+                raise TrackerError(f"seat {s} cannot hold a {rules.ROLES[role]}: it was caught bluffing "
+                                   f"{rules.ROLES[role]} since its hand last changed", "bluff_caught")
         if kind == "redraw" and s == me:
             known.hand.remove(role)
-            if known.visible(cards[0]) >= R.COPIES_PER_ROLE:
-                raise TrackerError(f"you cannot draw a {R.ROLES[cards[0]]}: {known.accounted(cards[0])}", "redraw")
+            if known.visible(cards[0]) >= rules.COPIES_PER_ROLE:
+                raise TrackerError(f"you cannot draw a {rules.ROLES[cards[0]]}: {known.accounted(cards[0])}", "redraw")
             known.hand.append(role)
         if kind == "draw" and s == me:
             for r, k in Counter(cards).items():
-                if known.visible(r) + k > R.COPIES_PER_ROLE:
+                if known.visible(r) + k > rules.COPIES_PER_ROLE:
                     raise TrackerError(f"you cannot draw {k} {_plural(r, k)}: {known.accounted(r)}", "drawn")
         known.apply((kind, s, role, cards))
 
@@ -169,13 +169,13 @@ def describe_op(op, seat: int) -> str:
     kind, s, role, cards = op
     who = "you" if s == seat else f"seat {s}"
     if kind == "reveal":
-        return f"{who} cannot reveal a {R.ROLES[role]} here"
+        return f"{who} cannot reveal a {rules.ROLES[role]} here"
     if kind == "need":
-        return f"{who} cannot hold a {R.ROLES[role]} here"
+        return f"{who} cannot hold a {rules.ROLES[role]} here"
     if kind == "exclude":
-        return f"{who} cannot lack a {R.ROLES[role]} here"
+        return f"{who} cannot lack a {rules.ROLES[role]} here"
     if kind == "redraw":
-        return f"{who} cannot redraw here" if cards is None else f"you cannot draw a {R.ROLES[cards[0]]} here"
+        return f"{who} cannot redraw here" if cards is None else f"you cannot draw a {rules.ROLES[cards[0]]} here"
     if kind == "draw":
         return f"{who} cannot draw these cards here" if cards else f"{who} cannot exchange here"
     return f"{who} cannot {kind} here"

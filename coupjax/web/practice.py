@@ -27,10 +27,10 @@ import numpy as np
 from coupjax.inference import load_policy
 from coupjax.match import Match
 from coupjax.policies.registry import make_policy, policy_names
-from coupjax.tracker import advice as ADV
+from coupjax.tracker import seat_report
 from coupjax.tracker import public_view, seat_event
 from coupjax import rules as R
-from coupjax.web import advice as A
+from coupjax.web import advice_text
 from coupjax.web import words as W
 from coupjax.web.store import GameStore
 from coupjax.web.table import BadRequest, seat_names
@@ -120,8 +120,8 @@ class PracticeGame:
     @classmethod
     def create(cls, store: GameStore, num_players, names, seat, opponents, seed=None, style="balanced",
                policies_dir=None):
-        if style not in A.STYLES:
-            raise BadRequest(f"style: one of {', '.join(A.STYLES)}", "style")
+        if style not in advice_text.STYLES:
+            raise BadRequest(f"style: one of {', '.join(advice_text.STYLES)}", "style")
         if isinstance(num_players, bool) or not isinstance(num_players, int) or not 2 <= num_players <= 6:
             raise BadRequest("num_players: 2 to 6", "num_players")
         n = num_players
@@ -188,19 +188,19 @@ class PracticeGame:
         self.play_bots()
 
     def set_style(self, style: str) -> None:
-        if style not in A.STYLES:
-            raise BadRequest(f"style: one of {', '.join(A.STYLES)}", "style")
+        if style not in advice_text.STYLES:
+            raise BadRequest(f"style: one of {', '.join(advice_text.STYLES)}", "style")
         self.meta["style"] = style
         self.save()
 
     def page(self, with_advice: bool = False, use_search: bool = True, key=None) -> dict:
         m, names, me = self.match, self.meta["names"], self.meta["seat"]
         state = m.state
-        view = ADV.table(state, me)
+        view = seat_report.table(state, me)
         view.update(num_players=m.num_players)
         adv = None
         if with_advice and not m.done and m.current_player == me:
-            adv = A.advice(state, me, self.meta["style"], use_search, key)
+            adv = advice_text.advice(state, me, self.meta["style"], use_search, key)
         hand = view["hand"]
         own = list(m.hands[me])  # your own cards, in the engine's order (reveal:i loses the i-th)
         choices = []
@@ -215,9 +215,9 @@ class PracticeGame:
         narration = W.narrate(names, seen[since:], me)
         return {"id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": m.num_players,
                 "specs": self.meta["specs"], "style": self.meta["style"], "table": view, "hand": hand,
-                "drawn": view["drawn"], "beliefs": ADV.beliefs(state, me) if not m.done else [],
+                "drawn": view["drawn"], "beliefs": seat_report.beliefs(state, me) if not m.done else [],
                 "advice": adv, "advice_for": "now" if adv else None,
-                "advice_words": A.describe(adv, names, me, view, own, self.meta["style"]),
+                "advice_words": advice_text.describe(adv, names, me, view, own, self.meta["style"]),
                 "prompt": _prompt(names, me, view, m), "narration": narration,
                 "bots": [None if x is None else W.policy_name(x) for x in self.meta["specs"]],
                 "choices": choices, "log": log, "done": m.done,

@@ -34,13 +34,13 @@ def compile_table(num_players: int):
 
 def compile_advice(t, search: bool) -> None:
     """Compile what the advice needs (beliefs, advisor, search) on a tracker of that size."""
-    from coupjax.web import advice as A
+    from coupjax.web import advice_text
 
     t.beliefs()
-    A.advice(t.state(), 0, "balanced", False)
+    advice_text.advice(t.state(), 0, "balanced", False)
     if search:
-        A.advice(t.state(), 0, "balanced", True)
-    A.after_passes(t.state(), 0, [0])
+        advice_text.advice(t.state(), 0, "balanced", True)
+    advice_text.after_passes(t.state(), 0, [0])
 
 
 def compile_bot(spec: str, num_players: int, policies_dir) -> None:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 
 from coupjax import rules as R
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.jsonlines import ReplayError
 from coupjax.tracker.replay import frame, load_game
-from coupjax.web import advice as A
+from coupjax.web import advice_text
 from coupjax.web import words as W
 from coupjax.web.store import GameStore
 from coupjax.web.table import BadRequest
@@ -69,20 +69,20 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     advice_for = "now" if fr["advice"] is not None else None
     state = game.states[step]
     if style != "balanced" and fr["advice"] is not None:
-        fr["advice"] = A.advice(state, seat, style, use_search)
+        fr["advice"] = advice_text.advice(state, seat, style, use_search)
     if fr["advice"] is None and fr["table"]["phase"] == "react":  # as the live page: if those before pass
-        later = A.after_passes(state, seat, A.responders(state))
+        later = advice_text.after_passes(state, seat, advice_text.responders(state))
         if later is not None:
-            fr["advice"], advice_for = A.advice(later, seat, style, use_search), "if_passed"
+            fr["advice"], advice_for = advice_text.advice(later, seat, style, use_search), "if_passed"
     table = dict(fr["table"], num_players=n)
     true_hands = None
     if game.kind == "match":
-        true_hands = [[R.ROLES[c] for c in h] for h in P.hands(game.states[step])]
+        true_hands = [[R.ROLES[c] for c in h] for h in deal.hands(game.states[step])]
     return {
         "id": gid, "kind": game.kind, "names": names, "seat": seat, "num_players": n, "step": step,
         "steps": total, "last_step": total - 1, "table": table, "beliefs": fr["beliefs"],
         "advice": fr["advice"], "advice_for": advice_for,
-        "advice_words": A.describe(fr["advice"], names, seat, table, table["hand"], style),
+        "advice_words": advice_text.describe(fr["advice"], names, seat, table, table["hand"], style),
         "event": fr["event"], "event_text": W.event(names, fr["event"], seat) if fr["event"] else None,
         "true_hands": true_hands, "seats": [game.seat] if game.seat is not None else list(range(n)),
         "error": public_error(game.error, gid) if game.error else None,

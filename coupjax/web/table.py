@@ -23,7 +23,7 @@ import time
 from coupjax import rules as R
 from coupjax.tracker import Entry, Tracker, TrackerError
 from coupjax.tracker.record import header
-from coupjax.web import advice as A
+from coupjax.web import advice_text
 from coupjax.web import words as W
 from coupjax.web.store import GameStore
 
@@ -61,8 +61,8 @@ class TableGame:
     # ------------------------------------------------------------------ making
     @classmethod
     def create(cls, store: GameStore, num_players, names, seat, hand, first, style="balanced") -> "TableGame":
-        if style not in A.STYLES:
-            raise BadRequest(f"style: one of {', '.join(A.STYLES)}", "style")
+        if style not in advice_text.STYLES:
+            raise BadRequest(f"style: one of {', '.join(advice_text.STYLES)}", "style")
         try:
             tracker = Tracker(num_players, seat, hand, first)
         except TrackerError as err:
@@ -162,8 +162,8 @@ class TableGame:
         return undone
 
     def set_style(self, style: str) -> None:
-        if style not in A.STYLES:
-            raise BadRequest(f"style: one of {', '.join(A.STYLES)}", "style")
+        if style not in advice_text.STYLES:
+            raise BadRequest(f"style: one of {', '.join(advice_text.STYLES)}", "style")
         self.meta["style"] = style
         self.save()
 
@@ -299,17 +299,17 @@ class TableGame:
         if with_advice and not t.done:
             state = t.state()
             if t.current_player == me:
-                adv, advice_for = A.advice(state, me, style, use_search, key), "now"
+                adv, advice_for = advice_text.advice(state, me, style, use_search, key), "now"
             elif view["expects"]["phase"] == "react":
-                later = A.after_passes(state, me, view["expects"]["responders"])
+                later = advice_text.after_passes(state, me, view["expects"]["responders"])
                 if later is not None:
-                    adv, advice_for = A.advice(later, me, style, use_search, key), "if_passed"
+                    adv, advice_for = advice_text.advice(later, me, style, use_search, key), "if_passed"
         return {
             "id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": t.num_players,
             "style": style, "table": view, "hand": hand, "drawn": t.own_drawn(),
             "beliefs": t.beliefs() if with_advice else None,
             "advice": adv, "advice_for": advice_for,
-            "advice_words": A.describe(adv, names, me, view, hand, style),
+            "advice_words": advice_text.describe(adv, names, me, view, hand, style),
             "prompt": self._prompt(view), "choices": self.choices(),
             "log": [{"step": k, "text": W.event(names, e, me)} for k, e in enumerate(t.events)],
             "warnings": copy.deepcopy(self.meta["warnings"]), "can_undo": bool(self.meta["entries"]),

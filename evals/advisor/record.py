@@ -1,6 +1,6 @@
 """Stage 1 of the advisor evaluation: play games and record every challengeable claim.
 
-Games: 4 players per game, seats drawn per game with `coupjax.arena.draw_seats` from
+Games: 4 players per game, seats drawn per game with `coupjax.seat_tables.draw_seats` from
 each condition of `CONDITIONS` (aggressive_heavy, honest_heavy); every seat plays its
 scripted bot.  The advisor watches as an observer: every challengeable claim (a main
 action claiming a role, or a block) is recorded ONCE, from the seat with the first
@@ -11,7 +11,7 @@ Positive class: the claim is a bluff (the claimant does not hold the role).  The
 ground truth is read from the engine's hidden hands (`coupjax.game.deal.hidden_hands`)
 by THIS RECORDER ONLY, at the moment of recording; the advisor never sees it.
 
-`QueueRecorder` plays the games in `coupjax.arena`'s serving step (each bot computed
+`QueueRecorder` plays the games in `coupjax.seat_tables`'s serving step (each bot computed
 only on the games whose seat to move it plays, in compacted batches) through a fixed
 number of slots, a slot taking the next game when its game ends, and appends at every
 scored decision (up to `MAX_SCORED` per game; overflow is counted and reported) the
@@ -23,7 +23,7 @@ faster (`python -m evals.report.bench`); given several devices (one per CPU core
 afterwards on the recorded rows (`evals.advisor.score`): the posterior costs about 5x
 a bot step, and in the loop it would run at every step, not only at the ~30 % of steps
 that are scored decisions.  This loop records claims; it counts no results (the
-arena's `coupjax.arena` is the one place that does).
+arena's `coupjax.seat_tables` is the one place that does).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from coupjax import arena, rollout
+from coupjax import seat_tables, rollout
 from coupjax import devices as mesh_devices
 from coupjax.advice import challenge as A
 from coupjax.env import Env
@@ -46,7 +46,7 @@ from coupjax.policies.pools import SCRIPTED_NAMES
 
 NUM_PLAYERS = 4
 MAX_SCORED = 256
-MAX_STEPS = arena.MAX_STEPS
+MAX_STEPS = seat_tables.MAX_STEPS
 CONDITIONS = ("aggressive_heavy", "honest_heavy")
 
 
@@ -148,12 +148,12 @@ class QueueRecorder:
             G = keys.shape[0]
             game = jnp.where(jnp.arange(B) < G, jnp.arange(B), G).astype(jnp.int32)
             s, run_key = jax.vmap(init_game)(keys[jnp.clip(game, 0, G - 1)])
-            st = {name: jnp.zeros((B, n), jnp.int32) for name in arena.STAT_NAMES}
+            st = {name: jnp.zeros((B, n), jnp.int32) for name in seat_tables.STAT_NAMES}
             st["entropy"] = jnp.zeros((B, n), jnp.float32)
             rows = dict(obs=jnp.zeros((M, obs_size), jnp.int16), label=jnp.zeros(M, bool),
                         kind=jnp.zeros(M, jnp.int32), step=jnp.zeros(M, jnp.int32), game=jnp.full(M, G, jnp.int32))
             per = dict(count=jnp.zeros(G, jnp.int32), steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
-            tally_stats = arena.count_stats(T, n)
+            tally_stats = seat_tables.count_stats(T, n)
 
             def split_keys(carry, t, live):  # each game splits its own key at each of its steps
                 run_key, _ = carry
@@ -280,7 +280,7 @@ def play_condition(recorder, key, condition: str, games: int, chunk: int, progre
     records plus ``overflow``, ``unfinished`` and ``games``.  Game g's key depends on
     ``chunk`` (`game_keys_of`), so both recorders record the same games."""
     k_seats, k_play = jax.random.split(key)
-    seats = np.asarray(arena.draw_seats(k_seats, condition, games, NUM_PLAYERS))
+    seats = np.asarray(seat_tables.draw_seats(k_seats, condition, games, NUM_PLAYERS))
     if isinstance(recorder, QueueRecorder):
         rec = recorder(game_keys_of(k_play, games, chunk), seats)
         out = {k: rec[k] for k in ("label", "kind", "step", "game")}

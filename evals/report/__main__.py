@@ -1,16 +1,24 @@
 """The evaluation suite and its report: every policy and advisor on the same games.
 
     python -m evals.report --config configs/eval.yaml --out DIR [--resume] [--no-wandb] [--quiet]
+    python -m evals.report --config configs/eval.yaml --final [--runs DIR] [--seeds S ...] [--results FILE]
 
 Reads the design matrix (`evals.report.config`; a wrong key or value, or a tuning seed,
 stops it with a one-line error and exit status 2), plays every cell of it in
-`coupjax.arena`'s loop (`evals.report.suite`, each cell stored in ``DIR/cells`` as it
+`coupjax.seat_tables`'s loop (`evals.report.suite`, each cell stored in ``DIR/cells`` as it
 finishes; ``--resume`` reuses stored cells of the same config), then writes
 ``DIR/report.md`` (the headline tables and the figures), ``DIR/report.json`` (every
 figure with its raw counts; `evals.report.results`), ``DIR/figures/*.png``,
 ``DIR/config.yaml`` and ``DIR/meta.json`` (versions, git commit, time by stage), and
 logs a W&B run (offline unless ``WANDB_MODE`` says otherwise) with the figures and
 the folder as an artifact.
+
+``--final`` (`evals.report.final`) plays the matrix on held-out seeds instead of the
+config's (``--seeds``, default the first as many of `coupjax.seeds.HELD_OUT_SEEDS`; each
+look recorded in the ledger), then the runs ``python -m evals.experiments`` trained into
+``--runs`` (default ``runs/experiments``), and writes ``--results`` (default
+``docs/results.md``) from report.json, naming the criterion of ``COUPJAX_CRITERION``
+(required) in its ``Criterion: <commit>`` line; ``--out`` defaults to ``RUNS/report``.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from coupjax.args import Parser, fail, require_extra
+from coupjax.args import Parser, fail, positive_int, require_extra
 from evals.report.config import EvalConfigError, load_config
 
 PROG = "python -m evals.report"
@@ -93,23 +101,73 @@ def log_wandb(out: Path, rep: dict, figures: list, meta: dict, cfg_dict: dict) -
     return run_dir
 
 
+def prepare_final(args) -> dict:
+    """--final's checks, before any work: the criterion, the held-out seeds, the runs
+    (`evals.report.final`); fills in ``--out`` and ``--results``.  Each mistake is one line."""
+    from coupjax.seeds import CRITERION_ENV, HELD_OUT_SEEDS, criterion_commit
+    from evals.report.final import FinalReportError, check_boot, read_experiments, units
+
+    criterion = os.environ.get(CRITERION_ENV)
+    commit = criterion_commit(criterion)
+    if not commit:
+        fail(PROG, f"--final needs {CRITERION_ENV} set to the committed criterion file (or its commit) the report "
+                   f"answers, got {criterion!r} (docs/experiments/README.md)")
+    try:
+        raw = yaml.safe_load(Path(args.config).read_text()) if Path(args.config).is_file() else {}
+        seeds = raw.get("seeds") if isinstance(raw, dict) else None
+        count = len(seeds) if isinstance(seeds, list) and seeds else 5
+    except yaml.YAMLError:
+        count = 5  # load_config names the error
+    seeds = args.seeds or list(HELD_OUT_SEEDS[:count])
+    outside = [s for s in seeds if s not in HELD_OUT_SEEDS]
+    if outside:
+        fail(PROG, f"--final reports on held-out seeds only ({HELD_OUT_SEEDS.start}..{HELD_OUT_SEEDS.stop - 1}), "
+                   f"got {outside[0]}")
+    if len(set(seeds)) != len(seeds):
+        fail(PROG, f"--seeds repeats a seed: {seeds}")
+    try:
+        experiments = read_experiments(args.runs)
+        units(experiments, args.runs)
+        check_boot(experiments, args.boot)
+    except FinalReportError as err:
+        fail(PROG, err)
+    if args.out is None:
+        args.out = args.runs / "report"
+    if args.results is None:
+        args.results = Path(__file__).resolve().parents[2] / "docs" / "results.md"
+    return {"seeds": seeds, "experiments": experiments, "criterion": {"path": criterion, "commit": commit}}
+
+
 def main(argv=None) -> int:
     ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="configs/eval.yaml", help="the design matrix (YAML)")
-    ap.add_argument("--out", required=True, type=Path, help="output folder")
+    ap.add_argument("--out", type=Path, default=None, help="output folder (required unless --final)")
     ap.add_argument("--resume", action="store_true", help="reuse the cells already stored in --out")
     ap.add_argument("--no-wandb", action="store_true", help="do not log a W&B run")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--host-devices", type=int, default=None,
                     help="XLA CPU devices to split the host into (default: one per core; results do not depend on it)")
+    ap.add_argument("--final", action="store_true",
+                    help="held-out seeds, the trained runs of --runs, and --results (docs/results.md)")
+    ap.add_argument("--runs", type=Path, default=Path("runs/experiments"),
+                    help="--final: the folder python -m evals.experiments trained (default runs/experiments)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=None,
+                    help="--final: held-out table seeds (default: the first of coupjax.seeds.HELD_OUT_SEEDS)")
+    ap.add_argument("--results", type=Path, default=None, help="--final: the results file (default docs/results.md)")
+    ap.add_argument("--boot", type=positive_int, default=2000, help="--final: bootstrap resamples of each ranking")
     args = ap.parse_args(argv)
+    if not args.final and (args.seeds or args.results):
+        fail(PROG, "--seeds and --results belong to --final (a report on held-out seeds)")
+    final = prepare_final(args) if args.final else None
+    if args.out is None:
+        fail(PROG, "--out is required (a folder for the report)")
     require_extra(PROG, "the report", "its extra (figures, intervals, ratings)", "report", "matplotlib", "scipy",
                   "openskill")
     from coupjax.devices import use_host_cores
 
     use_host_cores(args.host_devices)  # one XLA device per core (before JAX starts; else changes nothing)
     try:
-        cfg = load_config(args.config)
+        cfg = load_config(args.config, seeds=final["seeds"] if final else None)
     except EvalConfigError as err:
         fail(PROG, err)
     if args.out.exists() and not args.out.is_dir():
@@ -122,8 +180,8 @@ def main(argv=None) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from evals.report import figures as F
-    from evals.report import markdown as MD
-    from evals.report import results as RS
+    from evals.report import markdown
+    from evals.report import results
     from evals.report.cells import CellStore
     from evals.report.suite import Suite
 
@@ -139,7 +197,7 @@ def main(argv=None) -> int:
                   console=console, disable=args.quiet, transient=True) as progress:
         res = Suite(cfg, store, progress).run()
     t_play = time.perf_counter() - t0
-    rep = RS.build(cfg, res)
+    rep = results.build(cfg, res)
     t_results = time.perf_counter() - t0 - t_play
     figures = F.draw_all(rep, out / "figures", cfg.num_players)
     t_figures = time.perf_counter() - t0 - t_play - t_results
@@ -154,7 +212,21 @@ def main(argv=None) -> int:
     rep["meta"] = meta
     (out / "report.json").write_text(json.dumps(rep, indent=1))
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
-    (out / "report.md").write_text(MD.render(rep, cfg, meta))
+    if final:
+        from evals.report import final as FIN
+
+        t1 = time.perf_counter()
+        rep["final"] = FIN.play_final(final["experiments"], args.runs, final["seeds"], cfg.num_players,
+                                      n_boot=args.boot, batch=cfg.batch)
+        meta["seconds_final"] = time.perf_counter() - t1
+        meta["seconds_total"] = time.perf_counter() - t0
+        rep["meta"] = meta
+        (out / "report.json").write_text(json.dumps(rep, indent=1))
+        (out / "meta.json").write_text(json.dumps(meta, indent=1))
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(FIN.render(rep, cfg, final["criterion"]))
+        print(f"wrote {args.results} (final runs {meta['seconds_final']:.0f} s)")
+    (out / "report.md").write_text(markdown.render(rep, cfg, meta))
     if not args.no_wandb:
         meta["wandb_dir"] = log_wandb(out, rep, figures, meta, cfg_dict)
         meta["seconds_with_wandb"] = time.perf_counter() - t0

@@ -6,8 +6,8 @@ Per batch of ``--states`` mid-game 4-player states (ms per call, best of
 ``--repeat``): env.step, each scripted bot, the DQN export, belief_ev, its two
 posterior consumers computing the posterior each (before) and sharing one (after),
 the advised seats; then games per second of the same ``--games`` seat-table games in
-`coupjax.arena.make_table_runner` (batches wait for their longest game) and
-`coupjax.arena.make_queue_runner` (slots refilled), and of the advisor's claim
+`coupjax.seat_tables.make_table_runner` (batches wait for their longest game) and
+`coupjax.seat_tables.make_queue_runner` (slots refilled), and of the advisor's claim
 recorders (`evals.advisor.record`: the vmapped per-game loop and the queue).  Ratios are printed beside; the machine's load average is printed with
 them, since the machine may be shared.
 """
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
 from coupjax.args import Parser, positive_int
@@ -44,11 +44,11 @@ def best_of(fn, repeat: int) -> float:
 
 
 def mid_game_states(env, count: int):
-    run = arena.make_table_runner(env, [make_policy(x, env) for x in SCRIPTED_NAMES])
+    run = seat_tables.make_table_runner(env, [make_policy(x, env) for x in SCRIPTED_NAMES])
     rng = np.random.default_rng(0)
     idx = jnp.asarray(rng.integers(0, len(SCRIPTED_NAMES), (count, N)), jnp.int32)
     limit = jnp.asarray(rng.integers(0, 60, count), jnp.int32)
-    states, _ = run(arena.game_keys(11, 0, count), idx, step_limit=limit)
+    states, _ = run(seat_tables.game_keys(11, 0, count), idx, step_limit=limit)
     return states
 
 
@@ -98,12 +98,12 @@ def main(argv=None):
     # the runners on the same seat-table games: 5 scripted bots + belief_ev in one seat
     G = args.games
     entries = [make_policy(x, env) for x in SCRIPTED_NAMES] + [pols["belief_ev"]]
-    seats, opp = arena.draw_tables(G, N, 13, len(SCRIPTED_NAMES))
-    idx = arena.seat_index(seats, opp, len(SCRIPTED_NAMES), N)
-    gkeys = arena.game_keys(13, 0, G)
+    seats, opp = seat_tables.draw_tables(G, N, 13, len(SCRIPTED_NAMES))
+    idx = seat_tables.seat_index(seats, opp, len(SCRIPTED_NAMES), N)
+    gkeys = seat_tables.game_keys(13, 0, G)
     B = min(2000, G)
-    table = arena.make_table_runner(env, entries)
-    cap = arena.capacities(idx[:B], len(entries))
+    table = seat_tables.make_table_runner(env, entries)
+    cap = seat_tables.capacities(idx[:B], len(entries))
 
     def run_table():
         out = None
@@ -111,7 +111,7 @@ def main(argv=None):
             out = table(gkeys[start:start + B], idx[start:start + B], capacity=cap)[1]["wins"]
         return out
 
-    queue = arena.make_queue_runner(env, entries, B)
+    queue = seat_tables.make_queue_runner(env, entries, B)
     t_table = best_of(run_table, 1)
     t_queue = best_of(lambda: queue(gkeys, idx, capacity=cap)["wins"], 1)
     print(f"\nseat table, {G} games (5 bots + belief_ev), batch/slots {B}:")

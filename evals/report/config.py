@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from coupjax.policies.spec import PolicySpecError, describe_spec
 from coupjax.seeds import SeedError, check_report_seed
@@ -162,8 +162,8 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     v["seeds"] = tuple(seeds)
     for key in ("num_players",):
         v[key] = _int(key, d.get(key, 4), 2)
-        if v[key] > R.MAX_PLAYERS:
-            _fail(f"config key 'num_players' must be from 2 to {R.MAX_PLAYERS}, got {v[key]}")
+        if v[key] > rules.MAX_PLAYERS:
+            _fail(f"config key 'num_players' must be from 2 to {rules.MAX_PLAYERS}, got {v[key]}")
     for key in ("games", "batch"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 1)
     for key in ("search_games", "cross_play_games", "mixed_games", "player_count_games", "position_games",
@@ -176,9 +176,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
         _fail(f"config key 'cross_play' must list labels of policies, got {cross!r}")
     v["cross_play"] = tuple(cross)
     counts = d.get("player_counts", list(EvalConfig.player_counts))
-    if not isinstance(counts, (list, tuple)) or any(isinstance(c, bool) or c not in range(2, R.MAX_PLAYERS + 1)
+    if not isinstance(counts, (list, tuple)) or any(isinstance(c, bool) or c not in range(2, rules.MAX_PLAYERS + 1)
                                                     for c in counts):
-        _fail(f"config key 'player_counts' must list table sizes from 2 to {R.MAX_PLAYERS}, got {counts!r}")
+        _fail(f"config key 'player_counts' must list table sizes from 2 to {rules.MAX_PLAYERS}, got {counts!r}")
     v["player_counts"] = tuple(counts)
     if not isinstance(d.get("scenarios", True), bool):
         _fail(f"config key 'scenarios' must be true or false, got {d['scenarios']!r}")
@@ -196,8 +196,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     return EvalConfig(**v)
 
 
-def load_config(path) -> EvalConfig:
-    """Read and validate an eval config file (YAML)."""
+def load_config(path, seeds=None) -> EvalConfig:
+    """Read and validate an eval config file (YAML); ``seeds``: instead of its seeds (the
+    final report's held-out seeds)."""
     p = Path(path)
     if not p.is_file():
         raise EvalConfigError(f"config file {str(p)!r} does not exist")
@@ -205,4 +206,6 @@ def load_config(path) -> EvalConfig:
         raw = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise EvalConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
+    if seeds is not None and isinstance(raw, Mapping):
+        raw = {**raw, "seeds": list(seeds)}
     return config_from_dict(raw or {})

@@ -137,7 +137,7 @@ def scenario_section(rep) -> list[str]:
         return []
     lines = ["## Scenario benchmark", "",
              f"{len(sc['scenarios'])} fixed decisions from explicit deals and histories "
-             "(`evals/report/scenarios.py`). Policies: mean probability on the sound play, and how often their most "
+             "(`evals/report/decision_benchmark.py`). Policies: mean probability on the sound play, and how often their most "
              "likely play is sound. Advisors: correct recommendations on the challenge scenarios.", ""]
     rows = [[f"`{x}`", _f(v["mean_mass"]), f"{v['hits']}/{v['count']}"]
             for x, v in sorted(sc["policies"].items(), key=lambda kv: -kv[1]["mean_mass"])]
@@ -171,7 +171,7 @@ def ablation_section(rep) -> list[str]:
 
 def definitions() -> list[str]:
     return ["## Definitions", "",
-            "- **Win**: placement 1 by the rules' ranking (`coupjax.arena`, the one definition); win rate = wins / "
+            "- **Win**: placement 1 by the rules' ranking (`coupjax.seat_tables`, the one definition); win rate = wins / "
             "tables with a 95% Wilson interval.",
             "- **Episode rewards** (`training.rewards`): shaped = the sum over the seat's transitions of its coin "
             "change plus opponents eliminated (a potential difference, so coins at the end of its game minus at its "

@@ -1,12 +1,12 @@
-"""Tables of the evaluation suite, played in `coupjax.arena`'s one table loop.
+"""Tables of the evaluation suite, played in `coupjax.seat_tables`'s one table loop.
 
 Every game of the suite (seat tables per condition, cross-play, mixed tables, other
 table sizes) is a row ``(seat policy indices [n], game key)`` handed to the arena's
-runner (`coupjax.arena.make_table_runner`), the one loop that seats policies and counts
+runner (`coupjax.seat_tables.make_table_runner`), the one loop that seats policies and counts
 results (placement 1 = a win).  What this module adds is the batching: the rows of
 many groups (every tested policy x its tables) are interleaved and played in batches,
 so each policy's share of the seats in a batch is its share overall and the runner's
-capacities (`coupjax.arena.capacities`) follow it: one compilation serves every group
+capacities (`coupjax.seat_tables.capacities`) follow it: one compilation serves every group
 of a table size, and an expensive policy is computed only where it sits.  A game's
 result depends on its key and its seat policies alone (the arena keys each game by its
 index and step), so batching changes no result.
@@ -20,7 +20,7 @@ eliminated it) minus its value at its first decision: ``coins_end - coins_start 
 opponents eliminated before the seat's end``, which the final coins, alive flags and
 placements give (tests/test_report.py recomputes it transition by transition).
 
-The queue runner (`coupjax.arena.make_queue_runner`) keeps ``batch`` slots busy: a
+The queue runner (`coupjax.seat_tables.make_queue_runner`) keeps ``batch`` slots busy: a
 slot whose game ends takes the next, so a batch no longer waits for its longest game.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax import rules as R
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 
@@ -71,7 +71,7 @@ def slots_per_device(batch: int) -> int:
 
 class TablePlayer:
     """Plays rows of seat policy indices into ``entries`` (policies) at one table size,
-    through `coupjax.arena.make_queue_runner` (``batch`` slots in all, split over
+    through `coupjax.seat_tables.make_queue_runner` (``batch`` slots in all, split over
     `jax.devices()`: one per CPU core when the host is split, games queued).
 
     ``play(idx int32[G, n], keys [G, 2], progress=None, task=None) -> dict`` of
@@ -88,7 +88,7 @@ class TablePlayer:
         self.devices = jax.devices()
         self.batch = slots_per_device(batch)
         self.queue = int(queue or 16 * int(batch))
-        self.run = arena.make_queue_runner(env, self.entries, self.batch, devices=self.devices)
+        self.run = seat_tables.make_queue_runner(env, self.entries, self.batch, devices=self.devices)
         self.capacity = (tuple(int(c) for c in capacity) if capacity is not None
                          else self.capacities_of(share_idx, len(self.entries), self.batch, slack))
 

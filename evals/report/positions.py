@@ -5,7 +5,7 @@ Positions: ``position_games`` 4-player games per condition and seed of the scrip
 bots (seats drawn from the condition's weights), every decision of every seat logged
 (`make_logger`: observation, legal mask, action, actor) with the game's winner by the
 rules (`coupjax.game.board.winner`).  This is data collection, not a table: no result
-of a tested policy is counted here (those are `coupjax.arena`'s).
+of a tested policy is counted here (those are `coupjax.seat_tables`'s).
 
 Each policy is then asked for its action distribution at the logged positions (a
 policy reads only ``state.observation`` and ``state.legal_action_mask``, so a stand-in
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax import rollout
 from coupjax import rules as R
 from coupjax.advice.action_ev import REJECTED_BLUFF_PENALTY, recommend_action
@@ -51,7 +51,7 @@ def make_logger(env, max_rows: int = MAX_ROWS):
     obs_size = env.observation_shape[0]
 
     def one(key, seat_idx):
-        state = env.init(jax.random.fold_in(key, arena.INIT_STREAM))
+        state = env.init(jax.random.fold_in(key, seat_tables.INIT_STREAM))
         buf = dict(obs=jnp.zeros((K, obs_size), jnp.int16), mask=jnp.zeros((K, A), bool),
                    action=jnp.zeros(K, jnp.int32), actor=jnp.zeros(K, jnp.int32), phase=jnp.zeros(K, jnp.int32))
 
@@ -65,7 +65,7 @@ def make_logger(env, max_rows: int = MAX_ROWS):
                         actor=put(b["actor"], s.current_player), phase=put(b["phase"], board.phase(s)))
 
         c, _ = rollout.play(env, policies, jax.tree.map(lambda x: x[None], state), key[None], seats=seat_idx[None],
-                            limit=arena.MAX_STEPS, tally=log, aux=buf)
+                            limit=seat_tables.MAX_STEPS, tally=log, aux=buf)
         state, count, buf = jax.tree.map(lambda x: x[0], c.state), c.steps[0], c.aux
         return dict(buf, count=count, winner=board.winner(state), finished=state.terminated)
 
@@ -79,7 +79,7 @@ def log_positions(logger, env, condition: str, games: int, seed: int, batch: int
     n = env.num_players
     rng = np.random.default_rng([int(seed), n, 2])
     seats = rng.choice(len(SCRIPTED_NAMES), size=(games, n), p=condition_weights(condition))
-    keys = arena.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 0, games)
+    keys = seat_tables.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), 2), 0, games)
     parts, overflow = [], 0
     for start in range(0, games, batch):
         idx = seats[start:start + batch]
@@ -144,7 +144,7 @@ def make_ev(env):
 def policy_probs(scorer, obs, mask, block: int = ROW_BLOCK) -> np.ndarray:
     """f32[R, A]: a scorer's action distribution at observations with masks."""
     R_ = len(obs)
-    keys = np.asarray(arena.game_keys(jax.random.PRNGKey(0), 0, R_))
+    keys = np.asarray(seat_tables.game_keys(jax.random.PRNGKey(0), 0, R_))
     zeros = np.zeros(mask.shape, np.float32)
     return blocks(scorer, [keys, np.asarray(obs, np.float32), np.asarray(mask), np.zeros(R_, np.int32), zeros,
                            np.zeros(R_, bool)], block)[0]
@@ -177,7 +177,7 @@ def select_rows(rows: dict, max_rows: int | None, seed: int) -> dict:
 def score_policy(env, scorer, rows: dict, ev_raw: np.ndarray, seed: int, block: int = ROW_BLOCK) -> dict:
     """Sums of one policy over the selected rows: ``winner_rows``, ``winner_match``
     (summed probability), ``main_rows``, ``regret`` (summed coins)."""
-    keys = np.asarray(arena.game_keys(jax.random.PRNGKey(seed), 0, len(rows["action"])))
+    keys = np.asarray(seat_tables.game_keys(jax.random.PRNGKey(seed), 0, len(rows["action"])))
     main = rows["phase"] == R.PH_ACTION
     _, p_action, regret = blocks(scorer, [keys, rows["obs"].astype(np.float32), rows["mask"], rows["action"],
                                           ev_raw, main], block)

@@ -16,21 +16,21 @@ Cells (`evals.report.cells`), in the order they run:
   policies (the ratings' games);
 * ``positions/{condition}/s{seed}``: the offline metrics (`evals.report.positions`);
 * ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.report.advisor`);
-* ``scenarios``: the scenario benchmark (`evals.report.scenarios`).
+* ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
-Every table is played in `coupjax.arena`'s loop (`evals.report.play`).
+Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
 """
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from evals.report import positions as POS
-from evals.report import scenarios as SC
+from evals.report import decision_benchmark
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
@@ -58,7 +58,7 @@ def cell_batch(batch: int, games: int) -> int:
 
 def table_keys(seed: int, stream: int, count: int):
     """Game keys of a table set: ``fold_in(fold_in(PRNGKey(seed), stream), g)``."""
-    return arena.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
+    return seat_tables.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
 
 
 class Suite:
@@ -100,7 +100,7 @@ class Suite:
             caps = []
             for cond in self.cfg.conditions:
                 seats, opp = draw_condition_tables(min(games, 4000), n, 0, condition_weights(cond))
-                groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
+                groups = [seat_tables.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
                 caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(batch)))
             player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(np.max(caps, axis=0)),
@@ -114,7 +114,7 @@ class Suite:
         seats, opp = draw_condition_tables(games, n, seed, condition_weights(cond))
         keys = np.asarray(table_keys(seed, stream, games))
         base = len(SCRIPTED_NAMES)
-        groups = [arena.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
+        groups = [seat_tables.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
         order = interleave(groups)
         idx = np.stack([groups[g][r] for g, r in order])
         task = self.task(desc, len(order))
@@ -357,19 +357,19 @@ class Suite:
             return {}
 
         def compute():
-            built = SC.build_all()
-            obs, mask = SC.decision_inputs(built)
+            built = decision_benchmark.build_all()
+            obs, mask = decision_benchmark.decision_inputs(built)
             scorers = self.scorers() if cfg.num_players == 4 else {}
             task = self.task("scenarios", len(scorers) + 2)
             data = {"scenarios": [{"name": s.name, "kind": s.kind, "reason": s.reason, "sound": list(s.sound),
                                    "advisor": s.advisor} for s, _ in built], "policies": {}, "advisors": {}}
             for x, scorer in scorers.items():
                 probs = POS.policy_probs(scorer, obs, mask, self.block_of(x))
-                data["policies"][x] = SC.score_policy(None, built, probs)
+                data["policies"][x] = decision_benchmark.score_policy(None, built, probs)
                 if task is not None:
                     self.progress.advance(task)
             for belief in ("exact", "coupvisor"):
-                data["advisors"][belief] = SC.score_advisor(built, belief)
+                data["advisors"][belief] = decision_benchmark.score_advisor(built, belief)
                 if task is not None:
                     self.progress.advance(task)
             self.finish(task)

@@ -8,8 +8,8 @@ held-out rows (`offline_counts`) and online at the seat table (`online_win_rates
 
 Online, each policy takes one seat of ``online_games`` 4-player tables against three
 opponents drawn from the evaluation pool (`coupjax.policies.pools.OPPONENTS`), in
-`coupjax.arena`: the one table loop and the one definition of winning (placement 1
-by the rules' ranking).  The learned networks are `coupjax.arena.ParamPolicy`
+`coupjax.seat_tables`: the one table loop and the one definition of winning (placement 1
+by the rules' ranking).  The learned networks are `coupjax.seat_tables.ParamPolicy`
 entries, so the seat table compiles once and each seed passes its parameters.
 
 Aggregation over seeds: mean and a 95% Student-t interval of the per-seed values.
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.inference import masked_policy_logits, mlp_apply
 from coupjax.metrics import t_interval
@@ -138,7 +138,7 @@ def offline_metrics(c: dict, mode: str) -> dict:
 
 # ------------------------------------------------------------------ online evaluation (the arena)
 def make_online_table(env: Env, cfg: DQNConfig):
-    """`coupjax.arena.make_seat_table` for `EVALUATED` against the pool: the networks
+    """`coupjax.seat_tables.make_seat_table` for `EVALUATED` against the pool: the networks
     are greedy `ParamPolicy` entries (BC: argmax of its probabilities; DQN: of Q)."""
     n = env.num_players
 
@@ -150,8 +150,8 @@ def make_online_table(env: Env, cfg: DQNConfig):
         return apply
 
     zeros = dummy_params(env, cfg)
-    built = {name: arena.ParamPolicy(greedy(name == "bc"), zeros[name]) for name in NETWORKS}
-    return arena.make_seat_table(env, EVALUATED, pool=OPPONENTS, policies=built)
+    built = {name: seat_tables.ParamPolicy(greedy(name == "bc"), zeros[name]) for name in NETWORKS}
+    return seat_tables.make_seat_table(env, EVALUATED, pool=OPPONENTS, policies=built)
 
 
 @functools.lru_cache(maxsize=None)
@@ -160,7 +160,7 @@ def cached_online_table(num_players: int, overrides=()):
 
 
 def online_win_rates(table, seed: int, num_games: int, chunk: int, params: dict) -> dict:
-    """name -> the arena's row (`coupjax.arena.summarize`) for each of `EVALUATED`, one
+    """name -> the arena's row (`coupjax.seat_tables.summarize`) for each of `EVALUATED`, one
     seat of ``num_games`` tables of ``seed`` against three pool opponents; ``params``:
     the networks' parameters."""
     return table(num_games, seed, chunk, params={k: params[k] for k in NETWORKS})
@@ -277,7 +277,7 @@ def run_benchmark(settings: Settings = Settings(), progress=None, log=print) -> 
     out["config"] = {"settings": dataclasses.asdict(s), "seeds": seeds, "dqn": config_to_dict(cfg),
                      "bc": config_to_dict(bc_cfg), "log_teachers": list(LOG_TEACHERS),
                      "online_opponents": list(OPPONENTS),
-                     "online": "coupjax.arena: one seat per table against 3 opponents drawn uniformly from the pool, "
+                     "online": "coupjax.seat_tables: one seat per table against 3 opponents drawn uniformly from the pool, "
                                "a win is placement 1 by the rules' ranking",
                      "action_choice": {"bc": "greedy (argmax of the cloned probabilities)",
                                        "dqn": "greedy (argmax of Q)", "belief_ev": "its logits (deterministic up to "

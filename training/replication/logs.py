@@ -10,7 +10,7 @@ winner`: the rules' ranking, also for a game ended by the turn cap), and what
 ``belief_ev`` and ``random`` would have played there (``cf_belief_ev``,
 ``cf_random``: one sample of their logits at the logged state), so their offline
 choices come with the log.  This is data collection, not a table: no result is
-counted here (the online win rate is `coupjax.arena`'s).
+counted here (the online win rate is `coupjax.seat_tables`'s).
 
 `prepare_rows` adds per row whether its actor wins the game and the shaped reward of
 B.1 (`shaped_row_rewards`); `split_games` holds out whole games

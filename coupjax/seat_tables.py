@@ -314,6 +314,19 @@ def capacities(seat_policy_index, num_policies: int, slack: float = 1.5) -> tupl
     return tuple(caps)
 
 
+def bucket_size(count: int, minimum: int = 16) -> int:
+    """The batch a runner compiles for ``count`` games: the next power of two (at least
+    ``minimum``), so 16, 24 and 30 games share one compilation and a script or a test
+    suite that plays many different numbers of games compiles a few shapes only (the
+    padding games are played and discarded; every game's randomness is its index's)."""
+    return max(int(minimum), 1 << max(int(count) - 1, 0).bit_length())
+
+
+def _padded(idx: np.ndarray, rows: int) -> np.ndarray:
+    """``idx`` with its last row repeated up to ``rows`` rows."""
+    return idx if len(idx) >= rows else np.concatenate([idx, np.repeat(idx[-1:], rows - len(idx), axis=0)])
+
+
 def game_keys(seed_or_key, start: int, count: int) -> jax.Array:
     """Keys of games ``start .. start + count - 1``: game g's key is ``fold_in(key, g)``."""
     key = jax.random.PRNGKey(seed_or_key) if isinstance(seed_or_key, (int, np.integer)) else seed_or_key
@@ -403,10 +416,11 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
         prm = None if params is None else tuple(params.get(s, entries[where[s]].params) for s in param_specs)
         seats, opp = draw_tables(num_games, n, seed, len(seat_pool))
         opp = pool_idx[opp]
-        chunk = max(1, min(chunk, num_games))
+        chunk = max(1, min(chunk, bucket_size(num_games)))
         index = {spec: seat_index(seats, opp, tested_idx[spec], n) for spec in specs}
         # one capacity for every row and chunk: one compilation
-        capacity = tuple(np.max([capacities(idx[:chunk], len(entries)) for idx in index.values()], axis=0))
+        capacity = tuple(np.max([capacities(_padded(idx[:chunk], chunk), len(entries)) for idx in index.values()],
+                                axis=0))
         capacity = tuple(min(int(c), chunk) if c else 0 for c in capacity)
         results = {}
         for spec in specs:
@@ -417,8 +431,7 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
                 idx = idx_all[start:start + chunk]
                 real = len(idx)
                 keys = game_keys(seed, start, chunk)
-                if real < chunk:  # pad the last chunk: one compilation for every chunk
-                    idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - real, axis=0)])
+                idx = _padded(idx, chunk)  # pad the last chunk: one compilation for every chunk
                 _, stats = run(keys, jnp.asarray(idx), params=prm, capacity=capacity)
                 stats = jax.device_get(stats)
                 if not np.asarray(stats["finished"])[:real].all():

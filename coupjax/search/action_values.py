@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.search.config import MODES, SearchConfig, default_config
 from coupjax.search.policy import make_batched_decider
-from coupjax.search.worlds import raw_key
+from coupjax.search.world_states import raw_key
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,7 +94,7 @@ def advise(state, seat=None, mode: str = "expected", budget=None, key=None) -> d
     for a in np.flatnonzero(mask):
         i = slot.get(int(a))
         rows.append({
-            "action": R.action_name(int(a), me, n), "id": int(a),
+            "action": rules.action_name(int(a), me, n), "id": int(a),
             "value": float(q[i]) if i is not None else None, "se": float(se[i]) if i is not None else None,
             "rollouts": int(nroll[i]) if i is not None else 0,
             "best_share": float(share[i]) if i is not None else None, "prob": float(probs[a]),
@@ -102,7 +102,7 @@ def advise(state, seat=None, mode: str = "expected", budget=None, key=None) -> d
     rows.sort(key=lambda r: (-(r["value"] if r["value"] is not None else -np.inf), r["id"]))
     pick = int(pick)
     out = {
-        "seat": me, "mode": mode, "action": R.action_name(pick, me, n), "action_id": pick,
+        "seat": me, "mode": mode, "action": rules.action_name(pick, me, n), "action_id": pick,
         "actions": rows, "values": {r["action"]: r["value"] for r in rows},
         "se": {r["action"]: r["se"] for r in rows}, "searched": bool(valid.any()),
         "budget": config.describe(), "rollout_steps": int(res.rollout_steps),

@@ -16,11 +16,11 @@ import jax
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.match import Match, compiled
 
-D, A, CA, AM, CO = R.ROLES  # duke, assassin, captain, ambassador, contessa
-FULL = {r: 3 for r in R.ROLES}
+D, A, CA, AM, CO = rules.ROLES  # duke, assassin, captain, ambassador, contessa
+FULL = {r: 3 for r in rules.ROLES}
 MAIN_FREE = ["income", "foreign_aid", "tax", "exchange"]
 
 
@@ -42,7 +42,7 @@ def deal(hands, first=(), coins=None, revealed=None, current_player=0, turn=0, s
     for c in [c for h in hands for c in h] + [c for r in revealed for c in r] + list(first):
         left[c] -= 1
     assert min(left.values()) >= 0, f"bad test deal: {left}"
-    deck = list(first) + [r for r in R.ROLES for _ in range(left[r])]
+    deck = list(first) + [r for r in rules.ROLES for _ in range(left[r])]
     m = Match(num_players=n, hands=hands, deck=deck, coins=coins, revealed=revealed,
               current_player=current_player, turn=turn, seed=seed)
     assert m.hands == [list(h) for h in hands] and m.deck == deck and m.revealed == [list(r) for r in revealed]
@@ -65,7 +65,7 @@ def legal(m: Match) -> list[str]:
 
 def formable_keeps(pool, size) -> list[str]:
     """Every keep name formable from the multiset ``pool`` with ``size`` cards."""
-    combos = {tuple(sorted(c, key=R.ROLES.index)) for c in itertools.combinations(pool, size)}
+    combos = {tuple(sorted(c, key=rules.ROLES.index)) for c in itertools.combinations(pool, size)}
     return sorted("keep:" + "+".join(c) for c in combos)
 
 
@@ -286,7 +286,7 @@ def test_challenge_truthful_tax_challenger_loses_then_tax():
     play(m, "tax")
     (ev,) = play(m, "challenge")
     assert ev["challenge"] == {"seat": 0, "role": D, "bluff_caught": False}
-    assert ev["redraw"] in R.ROLES and not ev["resolved"]
+    assert ev["redraw"] in rules.ROLES and not ev["resolved"]
     assert len(m.hands[0]) == 2 and m.hands[0][0] == CA and m.hands[0][1] == ev["redraw"]
     assert len(m.deck) == 7  # the duke went in, the replacement came out
     v = m.view()

@@ -44,10 +44,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from coupjax import rules as R
+from coupjax import rules
 
-COPIES = R.COPIES_PER_ROLE
-NUM_ROLES = R.NUM_ROLES
+COPIES = rules.COPIES_PER_ROLE
+NUM_ROLES = rules.NUM_ROLES
 NODE_LIMIT = 200_000
 MULTISETS = {0: [()], 1: [(r,) for r in range(NUM_ROLES)],
              2: [tuple(p) for p in itertools.combinations_with_replacement(range(NUM_ROLES), 2)]}
@@ -135,8 +135,8 @@ class _Epoch:
 
 
 def _epochs(record: CardRecord, seat: int) -> list[_Epoch]:
-    eps = [_Epoch(-1, R.HAND_SIZE, "deal", ("hands", seat))]
-    size = R.HAND_SIZE
+    eps = [_Epoch(-1, rules.HAND_SIZE, "deal", ("hands", seat))]
+    size = rules.HAND_SIZE
     for i, (kind, s, role, _) in enumerate(record.ops):
         if s != seat:
             continue

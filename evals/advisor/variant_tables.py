@@ -4,7 +4,7 @@ Each tested policy -- the evaluation pool (`coupjax.policies.pools.OPPONENTS`: t
 scripted bots and belief_ev) and one belief_ev variant per value of ``alphas`` (its
 challenge rule with that alpha, the way `coupjax.policies.belief_ev.PLAY_OVERRIDES`
 is chosen) -- takes one seat of the same ``games`` tables against three opponents
-drawn from the pool, in `coupjax.arena.play_tables`: the one table loop and the one
+drawn from the pool, in `coupjax.seat_tables.play_tables`: the one table loop and the one
 definition of winning (placement 1; win rate over tables with a Wilson interval).
 The variants are built here and handed to the arena as policies.
 
@@ -14,7 +14,7 @@ only on a recorded tuning seed (`check_tuning_seed`).
 """
 from __future__ import annotations
 
-from coupjax import arena
+from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import belief_ev as BEV
 from coupjax.policies.pools import OPPONENTS
@@ -28,12 +28,12 @@ def variant_name(alpha: float) -> str:
     return f"belief_ev[alpha={float(alpha)}]"
 
 
-def seat_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAMES, alphas=(), tune: bool = False,
+def variant_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAMES, alphas=(), tune: bool = False,
                progress=None) -> dict:
     """Each of ``names`` and the alpha variants in one seat of ``games`` 4-player tables
     (module doc).  Returns ``games`` (tables per policy), ``seed``, ``purpose``
     ("report" or "tuning"), ``finished`` (tables played, every one to its end),
-    ``opponents`` and ``policies``: name -> the arena's row (`coupjax.arena.summarize`)
+    ``opponents`` and ``policies``: name -> the arena's row (`coupjax.seat_tables.summarize`)
     plus ``seats`` (= tables) and ``wilson95`` ([ci95_low, ci95_high])."""
     if tune:
         check_tuning_seed(seed, "advisor_quality --seat-table --tune")
@@ -42,7 +42,7 @@ def seat_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAMES,
     env = Env(NUM_PLAYERS)
     built = {variant_name(a): BEV.make_belief_ev(env, BEV.play_params().replace(alpha=float(a))) for a in alphas}
     specs = list(dict.fromkeys([*names, *built]))
-    rows = arena.play_tables(env, specs, games, seed, pool=OPPONENTS, chunk=chunk, progress=progress,
+    rows = seat_tables.play_tables(env, specs, games, seed, pool=OPPONENTS, chunk=chunk, progress=progress,
                              policies=built)
     return {"games": games, "seed": seed, "purpose": "tuning" if tune else "report", "finished": games * len(specs),
             "opponents": list(OPPONENTS),

@@ -43,20 +43,20 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 
-from coupjax import rules as R
-from coupjax.beliefs import posterior as POST
+from coupjax import rules
+from coupjax.beliefs import posterior
 from coupjax.game import board
 from coupjax.inference import load_policy, mlp_apply, read_export, read_msgpack
 from coupjax.policies.common import Policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 from coupjax.search.policy import make_search_policy
-from coupjax.view import parse
+from coupjax.observation import parse
 
 BELIEFS = ("posterior", "learned")
 VALUES = ("auto", "head", "heuristic")
 # Claim likelihoods that carry no information: the exact posterior reduces to the deal
 # and the hard facts (sizes, counts, proven absences); the learned belief tilts it.
-NEUTRAL = POST.PosteriorParams(0.5, 0.5, 0.5, 0.5)
+NEUTRAL = posterior.PosteriorParams(0.5, 0.5, 0.5, 0.5)
 EPS = 1e-4
 # The budget of `DEFAULT_CONFIG` (4 worlds x 4 rollouts, cut after 8 decisions);
 # tau 0.1: the search's values are means of 16 rollouts (standard errors ~0.1 on the
@@ -93,7 +93,7 @@ def load_learned_belief(path):
     n = int(info["num_players"])
 
     def belief(obs):
-        logits = mlp_apply(params, obs, n).reshape(n - 1, R.NUM_ROLES)
+        logits = mlp_apply(params, obs, n).reshape(n - 1, rules.NUM_ROLES)
         return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
 
     return belief
@@ -129,15 +129,15 @@ def learned_world_sampler(belief, oversample: int = 8):
     def sampler(key, obs, num_players, num_worlds):
         n, C = num_players, num_worlds * oversample
         k_cand, k_pick = jax.random.split(key)
-        cand = POST.sample_worlds(k_cand, obs, n, C, NEUTRAL)
-        prior = jnp.clip(POST.exact_posterior(obs, n, NEUTRAL)["role_marginals"][1:], EPS, 1 - EPS)
+        cand = posterior.sample_worlds(k_cand, obs, n, C, NEUTRAL)
+        prior = jnp.clip(posterior.exact_posterior(obs, n, NEUTRAL)["role_marginals"][1:], EPS, 1 - EPS)
         p = jnp.clip(belief(obs), EPS, 1 - EPS)
-        has = (cand.hands[:, 1:, :, None] == jnp.arange(R.NUM_ROLES)).any(axis=2)  # [C, n-1, 5]
+        has = (cand.hands[:, 1:, :, None] == jnp.arange(rules.NUM_ROLES)).any(axis=2)  # [C, n-1, 5]
         live = (parse(obs, n).hidden[1:] > 0)[None, :, None]
         term = jnp.where(has, jnp.log(p) - jnp.log(prior), jnp.log1p(-p) - jnp.log1p(-prior))
         logw = jnp.where(live, term, 0.0).sum(axis=(1, 2))
         pick = jax.random.categorical(k_pick, logw, shape=(num_worlds,))
-        return POST.Worlds(cand.hands[pick], cand.deck[pick], cand.drawn[pick])
+        return posterior.Worlds(cand.hands[pick], cand.deck[pick], cand.drawn[pick])
 
     sampler.__name__ = "learned_belief"
     return sampler

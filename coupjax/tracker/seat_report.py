@@ -12,18 +12,18 @@ import functools
 import jax
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax import search
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import AdvisorParams
 from coupjax.advice.explain import challenge_advice, explain_action
 from coupjax.advice.recommend import advice_params, recommend
-from coupjax.beliefs import coupvisor as CV
-from coupjax.beliefs import posterior as POST
+from coupjax.beliefs import coupvisor
+from coupjax.beliefs import posterior
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.game.views import observe
-from coupjax.view import parse
+from coupjax.observation import parse
 
 # the advisor's evidence at a claim; its call is folded into the one ``recommendation``
 CHALLENGE_KEYS = ("challenge", "close_call", "impossible", "p_truth", "p_raw", "theta",
@@ -35,8 +35,8 @@ def _jitted(num_players: int):
     n = num_players
     params = AdvisorParams().posterior_params()
     return (jax.jit(lambda s, seat: observe(s, seat)),
-            jax.jit(lambda obs: CV.claim_truth_probabilities(obs, n)),
-            jax.jit(lambda obs: POST.exact_posterior(obs, n, params)["role_marginals"]),
+            jax.jit(lambda obs: coupvisor.claim_truth_probabilities(obs, n)),
+            jax.jit(lambda obs: posterior.exact_posterior(obs, n, params)["role_marginals"]),
             jax.jit(lambda obs, mask: recommend_action(obs, mask, n)))
 
 
@@ -52,24 +52,24 @@ def table(state, seat: int) -> dict:
     n = int(np.shape(state.rewards)[-1])
     v = jax.tree.map(np.asarray, parse(observation(state, seat), n))
     rows = lambda x: [x[(t - seat) % n] for t in range(n)]  # noqa: E731 (relative rows -> seats)
-    roles = lambda row: {R.ROLES[r]: int(row[r]) for r in range(R.NUM_ROLES) if row[r]}  # noqa: E731
+    roles = lambda row: {rules.ROLES[r]: int(row[r]) for r in range(rules.NUM_ROLES) if row[r]}  # noqa: E731
     opt = lambda x, names=None: None if int(x) < 0 else (names[int(x)] if names else int(x))  # noqa: E731
     done = bool(state.terminated)
     placements = [int(x) for x in np.asarray(board.placements(state))] if done else None
     own = [int(c) for c in v.own_cards if c >= 0]
     return {
-        "turn": int(board.turn(state)), "phase": "done" if done else R.PHASES[int(board.phase(state))],
+        "turn": int(board.turn(state)), "phase": "done" if done else rules.PHASES[int(board.phase(state))],
         "current_player": None if done else int(state.current_player), "done": done,
         "winner": placements[0] if done else None, "placements": placements,
-        "actor": int(board.actor(state)), "main_action": opt(board.main_action(state), R.MAIN_ACTIONS),
+        "actor": int(board.actor(state)), "main_action": opt(board.main_action(state), rules.MAIN_ACTIONS),
         "target": opt(board.target(state)), "blocker": opt(board.blocker(state)),
-        "block_role": opt(board.block_role(state), R.ROLES),
-        "coins": P.coins(state), "hidden": [int(x) for x in rows(v.hidden)],
-        "revealed": [[R.ROLES[c] for c in row] for row in P.revealed(state)],
+        "block_role": opt(board.block_role(state), rules.ROLES),
+        "coins": deal.coins(state), "hidden": [int(x) for x in rows(v.hidden)],
+        "revealed": [[rules.ROLES[c] for c in row] for row in deal.revealed(state)],
         "claims": [roles(x) for x in rows(v.claims)], "blocks": [roles(x) for x in rows(v.blocks)],
-        "disproven": [[R.ROLES[r] for r in range(R.NUM_ROLES) if x[r]] for x in rows(v.disproven)],
-        "deck_size": int(board.deck_size(state)), "seat": seat, "hand": [R.ROLES[c] for c in own],
-        "drawn": [R.ROLES[r] for r in range(R.NUM_ROLES) for _ in range(int(v.drawn[r]))],
+        "disproven": [[rules.ROLES[r] for r in range(rules.NUM_ROLES) if x[r]] for x in rows(v.disproven)],
+        "deck_size": int(board.deck_size(state)), "seat": seat, "hand": [rules.ROLES[c] for c in own],
+        "drawn": [rules.ROLES[r] for r in range(rules.NUM_ROLES) for _ in range(int(v.drawn[r]))],
     }
 
 
@@ -86,8 +86,8 @@ def beliefs(state, seat: int) -> list[dict]:
         s = (seat + rel) % n
         if hidden[s]:
             out.append({"seat": s, "hidden": int(hidden[s]),
-                        "coupvisor": {R.ROLES[r]: round(float(p_cv[rel, r]), 4) for r in range(R.NUM_ROLES)},
-                        "exact": {R.ROLES[r]: round(float(p_ex[rel, r]), 4) for r in range(R.NUM_ROLES)}})
+                        "coupvisor": {rules.ROLES[r]: round(float(p_cv[rel, r]), 4) for r in range(rules.NUM_ROLES)},
+                        "exact": {rules.ROLES[r]: round(float(p_ex[rel, r]), 4) for r in range(rules.NUM_ROLES)}})
     return sorted(out, key=lambda b: b["seat"])
 
 
@@ -107,16 +107,16 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     n = int(np.shape(state.rewards)[-1])
     obs = observation(state, seat)
     mask = np.asarray(state.legal_action_mask)
-    out = {"seat": seat, "phase": R.PHASES[int(board.phase(state))],
-           "legal": [R.action_name(int(a), seat, n) for a in np.flatnonzero(mask)]}
+    out = {"seat": seat, "phase": rules.PHASES[int(board.phase(state))],
+           "legal": [rules.action_name(int(a), seat, n) for a in np.flatnonzero(mask)]}
     ch = challenge_advice(obs, n, params=advice_params(), style=style, observer_seat=seat)  # the recommendation's
     if ch["decision"]:
         out["challenge"] = {k: ch[k] for k in CHALLENGE_KEYS}
-    if int(board.phase(state)) == R.PH_ACTION:
+    if int(board.phase(state)) == rules.PH_ACTION:
         res = jax.tree.map(np.asarray, _jitted(n)[3](obs, mask))
         ev = res["ev"]
-        out["action"] = {"best": R.action_name(int(res["best"]), seat, n),
-                         "values": {R.action_name(int(a), seat, n): round(float(ev[a]), 4)
+        out["action"] = {"best": rules.action_name(int(res["best"]), seat, n),
+                         "values": {rules.action_name(int(a), seat, n): round(float(ev[a]), 4)
                                     for a in np.flatnonzero(np.isfinite(ev))},
                          "explanation": explain_action(res, n, observer_seat=seat)}
     if use_search:

@@ -1,4 +1,4 @@
-"""The advice the page shows: the tracker's advice (`coupjax.tracker.advice.advice`) as it
+"""The advice the page shows: the tracker's advice (`coupjax.tracker.seat_report.advice`) as it
 is, with the style applied to the challenge threshold, and a few sentences for people.
 
 The page's ``advice`` for a record and key is the tracker's for the same record and key
@@ -19,9 +19,9 @@ import numpy as np
 
 from coupjax import rules as R
 from coupjax.game import board
-from coupjax.game import deal as P
+from coupjax.game import deal
 from coupjax.match import compiled
-from coupjax.tracker import advice as ADV
+from coupjax.tracker import seat_report
 from coupjax.web import words as W
 
 STYLES = {"cautious": "conservative", "balanced": "balanced", "aggressive": "aggressive"}
@@ -29,7 +29,7 @@ STYLES = {"cautious": "conservative", "balanced": "balanced", "aggressive": "agg
 
 def advice(state, seat: int, style: str = "balanced", use_search: bool = True, key=None) -> dict | None:
     """The tracker's advice for ``seat`` at ``state`` in the style (module doc)."""
-    return ADV.advice(state, seat, use_search, key, style=STYLES[style])
+    return seat_report.advice(state, seat, use_search, key, style=STYLES[style])
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,7 +42,7 @@ def responders(state) -> list[int]:
     (clockwise from the actor: the tracker's ``expects()["responders"]``)."""
     n = int(np.shape(state.rewards)[-1])
     actor, p = int(board.actor(state)), int(state.current_player)
-    alive = [len(h) > 0 for h in P.hands(state)]
+    alive = [len(h) > 0 for h in deal.hands(state)]
     pos = (p - actor) % n
     return [(actor + k) % n for k in range(1, n) if alive[(actor + k) % n] and k >= pos]
 

@@ -13,7 +13,7 @@ import math
 import jax.numpy as jnp
 from flax import struct
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game.views import SEAT_FEATURES, observation_layout
 
 SEAT_SLICES = {}
@@ -105,10 +105,10 @@ def parse(obs, num_players: int) -> ObsView:
     own_counts = ints(own_hand.sum(axis=0))
     drawn = ints(part("drawn"))
     visible = per_seat["revealed"].sum(axis=0) + own_counts + drawn
-    num_unseen = jnp.int32(R.DECK_SIZE) - visible.sum()
+    num_unseen = jnp.int32(rules.DECK_SIZE) - visible.sum()
     phase = _index(part("phase"))
     actor = _index(part("actor"))
-    exchanger = jnp.where(phase == R.PH_EXCHANGE, actor, -1).astype(jnp.int32)
+    exchanger = jnp.where(phase == rules.PH_EXCHANGE, actor, -1).astype(jnp.int32)
     other_drawn = jnp.where(exchanger > 0, 2, 0).astype(jnp.int32)
     rest = num_unseen - per_seat["hidden"][1:].sum()
     return ObsView(
@@ -120,6 +120,6 @@ def parse(obs, num_players: int) -> ObsView:
         phase=phase, main_action=_index(part("main_action")), actor=actor, target=_index(part("target")),
         claim=_index(part("claim")), blocker=_index(part("blocker")), block_role=_index(part("block_role")),
         turn=ints(part("turn"))[0],
-        visible=visible, unseen=jnp.maximum(0, R.COPIES_PER_ROLE - visible), num_unseen=num_unseen,
+        visible=visible, unseen=jnp.maximum(0, rules.COPIES_PER_ROLE - visible), num_unseen=num_unseen,
         exchanger=exchanger, other_drawn=other_drawn, rest=rest, deck_size=rest - other_drawn,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from coupjax.beliefs import posterior as POST
+from coupjax.beliefs import posterior
 from coupjax.game import board
 from coupjax.game.deal import replace_hidden
 from coupjax.policies.common import Policy
@@ -12,7 +12,7 @@ from coupjax.policies.registry import make_policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 
 
-def resolve_policy(env, policy) -> Policy:
+def rollout_policy(env, policy) -> Policy:
     """A registered name or a callable -> ``policy(key, state) -> logits`` (a search mode
     cannot roll out: it searches itself)."""
     if isinstance(policy, str):
@@ -44,7 +44,7 @@ def raw_key(key):
     return key
 
 
-def world_states(env, key, state, num_worlds: int, params: POST.PosteriorParams = POST.PosteriorParams(),
+def world_states(env, key, state, num_worlds: int, params: posterior.PosteriorParams = posterior.PosteriorParams(),
                  sampler=None):
     """``num_worlds`` engine states (a batched `State`) with every hidden card sampled
     from the posterior of ``state.current_player``'s observation: every opponent's hand,
@@ -54,8 +54,8 @@ def world_states(env, key, state, num_worlds: int, params: POST.PosteriorParams 
     with ``params``).  Jittable."""
     seat = state.current_player
     if sampler is None:
-        w = POST.sample_worlds(key, state.observation, env.num_players, num_worlds, params)
+        w = posterior.sample_worlds(key, state.observation, env.num_players, num_worlds, params)
     else:
         w = sampler(key, state.observation, env.num_players, num_worlds)
-    hands = POST.to_absolute(w.hands, seat)  # [K, n, 2]; the observer's row is its own hand
+    hands = posterior.to_absolute(w.hands, seat)  # [K, n, 2]; the observer's row is its own hand
     return jax.vmap(lambda h, deck, drawn: replace_hidden(state, h, deck, drawn))(hands, w.deck, w.drawn)

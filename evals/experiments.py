@@ -1,0 +1,478 @@
+"""Every run directory the final report reads: training seeds of each config, then best responses.
+
+    python -m evals.experiments --config configs/experiments.yaml [--out DIR] [--only NAME] [--dry-run]
+                                [--no-wandb] [--quiet]
+
+The config (``configs/experiments.yaml``; `load_config` checks every key before anything
+runs) lists training configs by label and fresh training seeds (never a tuning seed,
+`coupjax.seeds`).  The plan has two kinds of item, each with its estimated time on this
+machine (the config's ``estimate`` rates; a finished item shows its measured time):
+
+* ``train/LABEL/seed_S``: `training.train.run_training` of the config with ``seed = S``
+  into ``DIR/train/LABEL/seed_S`` (a run directory: checkpoints, export, summary.json);
+* ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
+  (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
+  record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
+  every training seed, ``exploit.one_seed_families`` on the first only.
+
+Resumable: a finished item (a run with its export and a complete summary, a best
+response's JSON) is skipped; a cut run resumes from its last checkpoint (the trainer's
+``--resume``); a run cut before its first checkpoint, or a cut best response, starts
+again.  ``--only NAME`` keeps the items named ``NAME``, under ``NAME/``, or of label
+``NAME``; ``--dry-run`` prints the plan and runs nothing (and records no seed).  The
+best-response seeds are report seeds: tuning seeds are refused, held-out seeds recorded
+in the ledger when their item runs.  ``DIR/experiments.yaml`` keeps the config the
+final report (``python -m evals.report --final --runs DIR``) reads the labels from.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Mapping
+
+import yaml
+
+from coupjax.args import Parser, fail, seconds
+from coupjax.seeds import TUNING_SEEDS
+
+PROG = "python -m evals.experiments"
+QUICKSTART = "quickstart"
+KEYS = ("out", "training_seeds", "configs", "set", "exploit", "report", "estimate")
+EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "br_seeds", "games", "set", "ppo_set", "search")
+REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head")
+ESTIMATE_KEYS = ("compile_seconds", "selfplay_env_steps_per_second", "dqn_transitions_per_second",
+                 "tables_per_second", "search_tables_per_second")
+
+
+class ExperimentsError(ValueError):
+    """A wrong key or value of the experiments config; the message names it."""
+
+
+def _fail(msg):
+    raise ExperimentsError(msg)
+
+
+def _known(where: str, raw: Mapping, names) -> None:
+    if not isinstance(raw, Mapping):
+        _fail(f"config key {where or 'the config'} must be a mapping, got {raw!r}")
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            _fail(f"config key {where + '.' if where else ''}{key} is not known{hint}")
+
+
+def _ints(key: str, v, lo: int = 0) -> tuple:
+    if not isinstance(v, (list, tuple)) or not v or any(isinstance(x, bool) or not isinstance(x, int) or x < lo
+                                                        for x in v):
+        _fail(f"config key {key} must be a non-empty list of integers >= {lo}, got {v!r}")
+    if len(set(v)) != len(v):
+        _fail(f"config key {key} repeats a seed: {list(v)}")
+    return tuple(v)
+
+
+def _strs(key: str, v) -> tuple:
+    if not isinstance(v, (list, tuple)) or any(not isinstance(x, str) for x in v):
+        _fail(f"config key {key} must be a list of strings, got {v!r}")
+    return tuple(v)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentsConfig:
+    out: str
+    training_seeds: tuple
+    configs: dict  # label -> config file or shipped name as given, or "quickstart"
+    set: dict  # label -> (KEY=VALUE, ...)
+    exploit: dict
+    report: dict
+    estimate: dict
+    paths: dict = dataclasses.field(default_factory=dict)  # label -> the config file found, or "quickstart"
+
+    def to_dict(self) -> dict:
+        d = json.loads(json.dumps(dataclasses.asdict(self)))
+        d.pop("paths")
+        return d
+
+
+def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsConfig:
+    """Validate a mapping into an `ExperimentsConfig` (module doc); every training config
+    is loaded with its overrides, so a wrong key there stops the run too."""
+    from training.config import QUICKSTART as QUICK
+    from training.config import ConfigError, config_file
+    from training.config import config_from_dict as from_dict
+
+    _known("", raw, KEYS)
+    base = Path(base_dir or ".")
+    out = raw.get("out", "runs/experiments")
+    if not isinstance(out, str) or not out:
+        _fail(f"config key out must be a folder, got {out!r}")
+    seeds = _ints("training_seeds", raw.get("training_seeds"))
+    for s in seeds:
+        if s in TUNING_SEEDS:
+            _fail(f"config key training_seeds: seed {s} was used to tune ({TUNING_SEEDS[s]}); training seeds of a "
+                  "final claim are fresh")
+    configs = raw.get("configs")
+    if not isinstance(configs, Mapping) or not configs:
+        _fail(f"config key configs must map labels to training configs, got {configs!r}")
+    sets = raw.get("set") or {}
+    _known("set", sets, list(configs))
+    resolved = {}
+    for label, name in configs.items():
+        if not isinstance(label, str) or "/" in label or not label or not isinstance(name, str):
+            _fail(f"config key configs.{label}: a label (no '/') and a config name, got {label!r}: {name!r}")
+        overrides = _strs(f"set.{label}", sets.get(label, []))
+        try:
+            if name == QUICKSTART:
+                cfg = from_dict(QUICK, overrides)
+                resolved[label] = QUICKSTART
+            else:
+                path = base / name if (base / name).is_file() else config_file(name)
+                cfg = _load(path, overrides)
+                resolved[label] = str(path.resolve())
+        except ConfigError as err:
+            _fail(f"config key configs.{label}: {err}")
+        if cfg.algo not in ("dqn", "selfplay"):
+            _fail(f"config key configs.{label}: {cfg.algo} runs are not trained in chunks")
+    ex = dict(raw.get("exploit") or {})
+    _known("exploit", ex, EXPLOIT_KEYS)
+    exploit = _exploit(ex, list(configs))
+    rep = dict(raw.get("report") or {})
+    _known("report", rep, REPORT_KEYS)
+    report = _report(rep, list(configs))
+    est = dict(raw.get("estimate") or {})
+    _known("estimate", est, ESTIMATE_KEYS)
+    for k, v in est.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            _fail(f"config key estimate.{k} must be a positive number, got {v!r}")
+    estimate = {"compile_seconds": 25, "selfplay_env_steps_per_second": 29000, "dqn_transitions_per_second": 4000,
+                "tables_per_second": 40, "search_tables_per_second": 6, **est}
+    return ExperimentsConfig(out, seeds, dict(configs), {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
+                             exploit, report, estimate, resolved)
+
+
+def _load(path: Path, overrides):
+    from training.config import load_config
+
+    return load_config(path, overrides)
+
+
+def _exploit(ex: dict, labels: list) -> dict:
+    from evals.exploit import SEARCH_KEYS, parse_families
+
+    out = {"configs": list(_strs("exploit.configs", ex.get("configs", labels)))}
+    for c in out["configs"]:
+        if c not in labels:
+            _fail(f"config key exploit.configs: {c!r} is not a label of configs ({', '.join(labels)})")
+    for key, default in (("families", ["dqn"]), ("one_seed_families", [])):
+        try:
+            out[key] = parse_families(",".join(_strs(f"exploit.{key}", ex.get(key, default)))) \
+                if ex.get(key, default) else []
+        except ValueError as err:
+            _fail(f"config key exploit.{key}: {err}")
+    out["one_seed_families"] = [f for f in out["one_seed_families"] if f not in out["families"]]
+    if out["configs"] and (out["families"] or out["one_seed_families"]):
+        out["br_seeds"] = list(_ints("exploit.br_seeds", ex.get("br_seeds")))
+        for s in out["br_seeds"]:
+            if s in TUNING_SEEDS:
+                _fail(f"config key exploit.br_seeds: seed {s} was used to tune ({TUNING_SEEDS[s]}); best responses "
+                      "are reports")
+    else:
+        out["br_seeds"] = []
+    games = ex.get("games", 1000)
+    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+        _fail(f"config key exploit.games must be a positive integer, got {games!r}")
+    out["games"] = games
+    out["set"] = list(_strs("exploit.set", ex.get("set", [])))
+    out["ppo_set"] = list(_strs("exploit.ppo_set", ex.get("ppo_set", [])))
+    search = ex.get("search") or {}
+    _known("exploit.search", search, SEARCH_KEYS)
+    out["search"] = {k: int(v) for k, v in search.items()}
+    return out
+
+
+def _report(rep: dict, labels: list) -> dict:
+    from coupjax.policies.pools import CONDITIONS
+    from coupjax.policies.spec import PolicySpecError, describe_spec
+
+    out = {"condition": rep.get("condition", "aggressive_heavy")}
+    if out["condition"] not in CONDITIONS:
+        _fail(f"config key report.condition must be one of {', '.join(CONDITIONS)}, got {out['condition']!r}")
+    for key, default in (("games", 4000), ("head_to_head_games", 1000)):
+        v = rep.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            _fail(f"config key report.{key} must be a positive integer, got {v!r}")
+        out[key] = v
+    baselines = rep.get("baselines") or {}
+    _known("report.baselines", baselines, list(baselines))
+    for label, spec in baselines.items():
+        if label in labels or not isinstance(spec, str):
+            _fail(f"config key report.baselines.{label}: a new label and a policy spec, got {spec!r}")
+        try:
+            describe_spec(spec)
+        except PolicySpecError as err:
+            _fail(f"config key report.baselines.{label}: {err}")
+    out["baselines"] = dict(baselines)
+    known = labels + list(baselines)
+    for key in ("pairs", "head_to_head"):
+        pairs = rep.get(key) or []
+        if not isinstance(pairs, (list, tuple)):
+            _fail(f"config key report.{key} must be a list of [A, B] label pairs, got {pairs!r}")
+        for p in pairs:
+            if not isinstance(p, (list, tuple)) or len(p) != 2 or p[0] == p[1] or any(x not in known for x in p):
+                _fail(f"config key report.{key}: {p!r} is not a pair of two labels of configs or baselines "
+                      f"({', '.join(known)})")
+        out[key] = [list(p) for p in pairs]
+    return out
+
+
+def load_config(path) -> ExperimentsConfig:
+    """Read and validate an experiments config file (YAML); config files it names are
+    looked up next to it, then among the shipped configs."""
+    p = Path(path)
+    if not p.is_file():
+        raise ExperimentsError(f"config file {str(p)!r} does not exist")
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ExperimentsError(f"config file {str(p)!r} is not valid YAML: {e}") from None
+    return config_from_dict(raw or {}, p.parent)
+
+
+# ------------------------------------------------------------------ the plan
+def training_config(cfg: ExperimentsConfig, label: str, seed: int):
+    """The training config of ``label`` on training ``seed`` (its overrides, then the seed)."""
+    from training.config import QUICKSTART as QUICK
+    from training.config import config_from_dict as training_config_from_dict
+
+    overrides = [*cfg.set.get(label, []), f"seed={int(seed)}"]
+    name = cfg.paths[label]
+    if name == QUICKSTART:
+        return training_config_from_dict(QUICK, overrides)
+    return _load(Path(name), overrides)
+
+
+def run_dir(out: Path, label: str, seed: int) -> Path:
+    return Path(out) / "train" / label / f"seed_{seed}"
+
+
+def exploit_file(out: Path, label: str, seed: int, family: str, br: int) -> Path:
+    return Path(out) / "exploit" / label / f"seed_{seed}" / family / f"br_{br}.json"
+
+
+@dataclasses.dataclass
+class Item:
+    name: str
+    kind: str  # "train" | "exploit"
+    label: str
+    seed: int
+    path: Path
+    estimate: float
+    family: str | None = None
+    br_seed: int | None = None
+    state: str = "to do"  # "done" | "cut" | "to do"
+    measured: float | None = None
+
+
+def _train_estimate(tc, est: dict) -> float:
+    from training.psro import iteration_chunks
+
+    if tc.algo == "dqn":
+        work = tc.num_chunks * tc.updates_per_chunk * tc.num_envs
+        secs = est["compile_seconds"] + work / est["dqn_transitions_per_second"]
+    else:
+        work = tc.num_chunks * tc.updates_per_chunk * tc.num_envs * tc.rollout_steps * tc.num_seeds
+        secs = est["compile_seconds"] + work / est["selfplay_env_steps_per_second"]
+        iters = len(iteration_chunks(tc))
+        if iters:  # each PSRO iteration trains a DQN best response (psro_config at psro_budget)
+            from training.config import config_file, load_config as load
+
+            br = load(config_file(tc.psro_config))
+            chunks = tc.psro_budget or br.num_chunks
+            secs += iters * (est["compile_seconds"] + chunks * br.updates_per_chunk * br.num_envs
+                             / est["dqn_transitions_per_second"])
+    return secs + (tc.eval_games / est["tables_per_second"] if tc.eval_games else 0.0)
+
+
+def _exploit_estimate(cfg: ExperimentsConfig, family: str, est: dict) -> float:
+    from evals.exploit import DEFAULT_CONFIG, search_curve_worlds
+    from training.config import config_file, load_config as load
+    from training.psro import PPO_CONFIG
+
+    games = cfg.exploit["games"]
+    if family in ("dqn", "dqn4x"):
+        d = load(config_file(DEFAULT_CONFIG), cfg.exploit["set"])
+        work = d.num_chunks * d.updates_per_chunk * d.num_envs * (4 if family == "dqn4x" else 1)
+        return est["compile_seconds"] + work / est["dqn_transitions_per_second"] + games / est["tables_per_second"]
+    if family == "ppo":
+        p = load(config_file(PPO_CONFIG), cfg.exploit["ppo_set"])
+        work = p.num_chunks * p.updates_per_chunk * p.num_envs * p.rollout_steps
+        return est["compile_seconds"] + work / est["selfplay_env_steps_per_second"] + games / est["tables_per_second"]
+    from coupjax.search import DEFAULT_CONFIG as SEARCH
+
+    worlds = cfg.exploit["search"].get("num_worlds", SEARCH.num_worlds)
+    return len(search_curve_worlds(worlds)) * games / est["search_tables_per_second"]
+
+
+def _finished_run(path: Path, num_chunks: int) -> bool:
+    try:
+        summary = json.loads((path / "summary.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return summary.get("chunks_done") == num_chunks and (path / "export").is_dir()
+
+
+def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Item]:
+    """Every item of the module doc, in order (the training before the best responses
+    that read it), each with its state on disk and its estimated seconds."""
+    out = Path(out)
+    items = []
+    for label in cfg.configs:
+        for s in cfg.training_seeds:
+            tc = training_config(cfg, label, s)
+            p = run_dir(out, label, s)
+            it = Item(f"train/{label}/seed_{s}", "train", label, s, p, _train_estimate(tc, cfg.estimate))
+            if _finished_run(p, tc.num_chunks):
+                it.state = "done"
+                it.measured = json.loads((p / "summary.json").read_text()).get("wall_seconds")
+            elif (p / "checkpoints").is_dir() and any((p / "checkpoints").iterdir()):
+                it.state = "cut"
+            items.append(it)
+    ex = cfg.exploit
+    for label in ex["configs"]:
+        for i, s in enumerate(cfg.training_seeds):
+            for family in ex["families"] + (ex["one_seed_families"] if i == 0 else []):
+                for br in ex["br_seeds"]:
+                    p = exploit_file(out, label, s, family, br)
+                    it = Item(f"exploit/{label}/seed_{s}/{family}/br_{br}", "exploit", label, s, p,
+                              _exploit_estimate(cfg, family, cfg.estimate), family, br)
+                    if p.is_file():
+                        it.state = "done"
+                        rec = json.loads(p.read_text())
+                        it.measured = rec.get("train_seconds", 0.0) + rec.get("eval_seconds", 0.0)
+                    items.append(it)
+    if only:
+        items = [it for it in items if it.name == only or it.name.startswith(only.rstrip("/") + "/")
+                 or it.label == only]
+    return items
+
+
+def describe_plan(items: list[Item]) -> str:
+    """The plan as printed: one line per item (state, estimate or measured time), then the totals."""
+    lines = []
+    for it in items:
+        when = (f"measured {seconds(it.measured)}" if it.measured is not None else f"est. {seconds(it.estimate)}")
+        lines.append(f"  [{it.state:>5}] {it.name:<58} {when}")
+    left = [it for it in items if it.state != "done"]
+    split = {}
+    for it in left:
+        split[it.kind] = split.get(it.kind, 0.0) + it.estimate
+    parts = ", ".join(f"{k} {seconds(v)}" for k, v in split.items()) or "nothing"
+    lines.append(f"{len(items)} items, {len(items) - len(left)} done; left: {len(left)} items, "
+                 f"est. {seconds(sum(it.estimate for it in left))} ({parts})")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ running it
+def run_item(cfg: ExperimentsConfig, out: Path, it: Item, use_wandb: bool = True, quiet: bool = True, log=None) -> None:
+    """Run one item of the plan (module doc): train or resume a run, or fit one best response."""
+    if it.kind == "train":
+        from training.train import run_training
+
+        tc = training_config(cfg, it.label, it.seed)
+        resume = it.state == "cut"
+        if not resume and it.path.exists():  # cut before its first checkpoint: nothing to resume
+            shutil.rmtree(it.path)
+        run_training(tc, it.path, resume=resume, use_wandb=use_wandb, quiet=quiet)
+        return
+    from evals.exploit import measure_family
+
+    spec = str(run_dir(out, it.label, it.seed))
+    ex = cfg.exploit
+    rec = measure_family(it.family, spec, it.br_seed, games=ex["games"], overrides=ex["set"],
+                         ppo_overrides=ex["ppo_set"], search=ex["search"], log=log)
+    rec.update(family=it.family, training_seed=it.seed, label=it.label)
+    it.path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = it.path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(rec, indent=1))
+    tmp.replace(it.path)  # a cut item leaves no half-written record
+
+
+def exploit_summaries(cfg: ExperimentsConfig, out: Path) -> dict:
+    """Label -> `evals.exploit.summarize` of every best response recorded for it (the
+    maximum over families, training seeds and best-response seeds), beside ``missing``:
+    the planned best responses without a record."""
+    from evals.exploit import summarize
+
+    res = {}
+    for label in cfg.exploit["configs"]:
+        families, missing = {}, []
+        for it in plan(cfg, out, f"exploit/{label}"):
+            if it.state == "done":
+                families.setdefault(it.family, []).append(json.loads(it.path.read_text()))
+            else:
+                missing.append(it.name)
+        if families:
+            res[label] = dict(summarize(label, families), missing=missing)
+        else:
+            res[label] = {"missing": missing}
+    return res
+
+
+def main(argv=None) -> int:
+    ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="configs/experiments.yaml", help="the experiments (YAML)")
+    ap.add_argument("--out", type=Path, default=None, help="the run directories' folder (default: the config's out)")
+    ap.add_argument("--only", default=None, metavar="NAME", help="only the items NAME, under NAME/, or of label NAME")
+    ap.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    ap.add_argument("--no-wandb", action="store_true", help="no W&B runs for the training (offline by default)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = ap.parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+    except ExperimentsError as err:
+        fail(PROG, err)
+    out = args.out or Path(cfg.out)
+    if out.exists() and not out.is_dir():
+        fail(PROG, f"--out {str(out)!r} exists and is not a folder")
+    saved = out / "experiments.yaml"
+    if saved.is_file():
+        old = yaml.safe_load(saved.read_text())
+        new = cfg.to_dict()
+        diff = sorted(k for k in set(old) | set(new) if k not in ("estimate", "report") and old.get(k) != new.get(k))
+        if diff:
+            fail(PROG, f"--out {str(out)!r} holds experiments of another config (keys {', '.join(diff)} differ); "
+                       "choose another --out")
+    items = plan(cfg, out, args.only)
+    if not items:
+        fail(PROG, f"--only {args.only!r} names no item of the plan")
+    print(f"plan ({args.config} into {out}):\n{describe_plan(items)}", flush=True)
+    if args.dry_run:
+        return 0
+    import os
+
+    os.environ.setdefault("WANDB_MODE", "offline")
+    out.mkdir(parents=True, exist_ok=True)
+    saved.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))  # noqa: E731
+    t0 = time.time()
+    for n, it in enumerate(items, 1):
+        if it.state == "done":
+            continue
+        print(f"[{n}/{len(items)}] {it.name} ({'resuming' if it.state == 'cut' else 'starting'}; "
+              f"est. {seconds(it.estimate)})", flush=True)
+        t1 = time.time()
+        run_item(cfg, out, it, use_wandb=not args.no_wandb, quiet=args.quiet, log=log)
+        print(f"[{n}/{len(items)}] {it.name} done in {seconds(time.time() - t1)}", flush=True)
+    summaries = exploit_summaries(cfg, out)
+    (out / "exploit.json").write_text(json.dumps(summaries, indent=1))
+    print(f"done in {seconds(time.time() - t0)}; best responses summarized in {out / 'exploit.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

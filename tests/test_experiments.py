@@ -1,0 +1,317 @@
+"""evals.experiments (the plan of every run the final report needs, resumable) and
+``python -m evals.report --final`` (docs/results.md from report.json): tiny sizes, run
+directories faked from the committed reference export, results written to tmp paths,
+the ledger moved to a tmp file (COUPJAX_LEDGER)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from coupjax import seeds as S
+from evals import experiments
+from evals.report import final
+from evals.report.stats import paired_bootstrap
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "evals" / "reference" / "dqn" / "export"
+TINY_DQN = ["num_envs=4", "batch_size=8", "buffer_size=64", "warmup_steps=8", "updates_per_chunk=6",
+            "target_update_steps=3", "hidden_sizes=[16]", "epsilon_decay_steps=10", "num_chunks=2",
+            "checkpoint_every=1", "max_checkpoints=2"]
+TINY_SP = ["num_envs=8", "rollout_steps=8", "num_minibatches=2", "num_epochs=1", "updates_per_chunk=4",
+           "num_chunks=2", "hidden_sizes=[16]", "belief_hidden_sizes=[16]", "checkpoint_every=1"]
+SMALL = {
+    "training_seeds": [21, 22, 23],
+    "configs": {"dqn": "dqn_cpu.yaml", "sp": "selfplay_cpu.yaml"},
+    "set": {"dqn": TINY_DQN, "sp": TINY_SP},
+    "exploit": {"configs": ["dqn", "sp"], "families": ["dqn"], "one_seed_families": ["ppo"], "br_seeds": [50, 51],
+                "games": 8, "set": TINY_DQN},
+    "report": {"games": 40, "baselines": {"random": "random"}, "pairs": [["dqn", "random"]]},
+}
+
+
+@pytest.fixture(autouse=True)
+def tmp_ledger(tmp_path, monkeypatch):
+    ledger = tmp_path / "ledger.jsonl"
+    monkeypatch.setenv(S.LEDGER_ENV, str(ledger))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    return ledger
+
+
+def write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def one_line_error(capsys, fn, *words):
+    with pytest.raises(SystemExit) as exc:
+        fn()
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and all(w in err[0] for w in words), err
+    return err[0]
+
+
+# ------------------------------------------------------------------ the plan
+def test_dry_run_plan_lists_the_expected_items(tmp_path, capsys, tmp_ledger):
+    cfg = write(tmp_path / "exp.yaml", {**SMALL, "exploit": {**SMALL["exploit"], "br_seeds": [150, 151]}})
+    out = tmp_path / "runs"
+    assert experiments.main(["--config", str(cfg), "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    names = [line.split("]", 1)[1].split()[0] for line in text.splitlines() if line.strip().startswith("[")]
+    train = [f"train/{c}/seed_{s}" for c in ("dqn", "sp") for s in (21, 22, 23)]
+    exploit = [f"exploit/{c}/seed_{s}/{f}/br_{b}" for c in ("dqn", "sp") for s in (21, 22, 23)
+               for f in (("dqn", "ppo") if s == 21 else ("dqn",)) for b in (150, 151)]
+    assert names == train + exploit
+    assert "22 items, 0 done; left: 22 items, est." in text and "(train " in text and "exploit " in text
+    assert all("est. " in line for line in text.splitlines() if line.strip().startswith("["))
+    assert not out.exists() and not tmp_ledger.exists()  # a dry run writes nothing and spends no held-out seed
+    assert experiments.main(["--config", str(cfg), "--out", str(out), "--dry-run", "--only", "sp"]) == 0
+    only = capsys.readouterr().out
+    assert "train/sp/seed_21" in only and "train/dqn/" not in only and "exploit/sp/seed_21/ppo/br_150" in only
+
+
+def test_the_shipped_plan(capsys, tmp_path):
+    """The shipped config: every config x 3 fresh training seeds, then its best responses."""
+    assert experiments.main(["--config", str(ROOT / "configs" / "experiments.yaml"), "--out", str(tmp_path / "r"),
+                   "--dry-run", "--only", "train"]) == 0
+    text = capsys.readouterr().out
+    cfg = experiments.load_config(ROOT / "configs" / "experiments.yaml")
+    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job"}
+    assert len(cfg.training_seeds) >= 3 and not set(cfg.training_seeds) & set(S.TUNING_SEEDS)
+    for label in cfg.configs:
+        for s in cfg.training_seeds:
+            assert f"train/{label}/seed_{s}" in text
+    assert experiments.training_config(cfg, "main_job", 22).num_chunks == 6  # the main job's cut, on a fresh seed
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"trainig_seeds": [1]}, ("trainig_seeds is not known", "training_seeds")),
+    ({"training_seeds": [0, 21]}, ("training_seeds: seed 0 was used to tune",)),
+    ({"exploit": {**SMALL["exploit"], "br_seeds": [1002]}}, ("exploit.br_seeds: seed 1002 was used to tune",)),
+    ({"exploit": {**SMALL["exploit"], "families": ["dqm"]}}, ("unknown best-response family 'dqm'",)),
+    ({"set": {"dqn": ["num_chunk=2"]}}, ("configs.dqn", "'num_chunk' is not known")),
+    ({"report": {"pairs": [["dqn", "nobody"]]}}, ("report.pairs",)),
+])
+def test_config_mistakes_are_one_line(tmp_path, capsys, change, words):
+    cfg = write(tmp_path / "exp.yaml", {**SMALL, **change})
+    one_line_error(capsys, lambda: experiments.main(["--config", str(cfg), "--dry-run"]), experiments.PROG, *words)
+
+
+def fake_run(path: Path, num_chunks: int) -> None:
+    """A finished run directory: the reference export and a complete summary."""
+    shutil.copytree(REFERENCE, path / "export")
+    (path / "summary.json").write_text(json.dumps({"chunks_done": num_chunks, "wall_seconds": 12.0}))
+
+
+def test_resume_skips_finished_items_and_resumes_cut_runs(tmp_path, capsys, monkeypatch):
+    cfg_path = write(tmp_path / "exp.yaml", SMALL)
+    cfg, out = experiments.load_config(cfg_path), tmp_path / "runs"
+    fake_run(experiments.run_dir(out, "dqn", 21), 2)
+    cut = experiments.run_dir(out, "dqn", 22)
+    (cut / "checkpoints" / "1").mkdir(parents=True)
+    (cut / "summary.json").write_text(json.dumps({"chunks_done": 1}))  # stopped after 1 of 2 chunks
+    done = experiments.exploit_file(out, "dqn", 21, "dqn", 50)
+    done.parent.mkdir(parents=True)
+    done.write_text(json.dumps({"policy": str(experiments.run_dir(out, "dqn", 21)), "seed": 50, "win_rate": 0.2,
+                                "ci95_low": 0.1, "ci95_high": 0.3, "games": 8, "train_seconds": 3.0,
+                                "eval_seconds": 1.0, "curve": [0.1, 0.2], "config": {"num_players": 4}}))
+    states = {it.name: it.state for it in experiments.plan(cfg, out)}
+    assert states["train/dqn/seed_21"] == "done" and states["train/dqn/seed_22"] == "cut"
+    assert states["train/dqn/seed_23"] == "to do" and states["exploit/dqn/seed_21/dqn/br_50"] == "done"
+    ran = []
+    monkeypatch.setattr(experiments, "run_item", lambda cfg, out, it, **kw: ran.append((it.name, it.state)))
+    assert experiments.main(["--config", str(cfg_path), "--out", str(out), "--only", "dqn", "--no-wandb", "--quiet"]) == 0
+    names = dict(ran)
+    assert "train/dqn/seed_21" not in names and "exploit/dqn/seed_21/dqn/br_50" not in names
+    assert names["train/dqn/seed_22"] == "cut" and names["train/dqn/seed_23"] == "to do"
+    assert "exploit/dqn/seed_21/dqn/br_51" in names and not any(n.startswith(("train/sp", "exploit/sp")) for n in names)
+    text = capsys.readouterr().out
+    assert "[ done] train/dqn/seed_21" in text and "measured 12 s" in text
+    summary = json.loads((out / "exploit.json").read_text())["dqn"]  # evals.exploit.summarize of what is there
+    assert (out / "experiments.yaml").is_file() and len(summary["missing"]) == 7  # 8 planned, the fake wrote none
+    assert summary["verdict"] == "not found at this budget (>= 0.25)" and summary["families"]["dqn"][0]["seed"] == 50
+    other = write(tmp_path / "other.yaml", {**SMALL, "training_seeds": [31, 32, 33]})
+    one_line_error(capsys, lambda: experiments.main(["--config", str(other), "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "training_seeds")
+
+
+@pytest.mark.slow
+def test_a_cut_training_resumes_and_a_best_response_is_recorded(tmp_path, capsys):
+    """Real tiny runs: a run cut after one chunk resumes through the trainer's --resume,
+    then one best response to it is trained and recorded.  Quick twin:
+    test_resume_skips_finished_items_and_resumes_cut_runs."""
+    from training.train import run_training
+
+    small = {**SMALL, "training_seeds": [21], "configs": {"dqn": "dqn_cpu.yaml"}, "set": {"dqn": TINY_DQN},
+             "exploit": {**SMALL["exploit"], "configs": ["dqn"], "one_seed_families": [], "br_seeds": [50]}}
+    cfg_path = write(tmp_path / "exp.yaml", small)
+    cfg, out = experiments.load_config(cfg_path), tmp_path / "runs"
+    first = run_training(experiments.training_config(cfg, "dqn", 21), experiments.run_dir(out, "dqn", 21), use_wandb=False, quiet=True,
+                         stop_after=1)
+    assert first["chunks_done"] == 1
+    assert [it.state for it in experiments.plan(cfg, out, "train")] == ["cut"]
+    assert experiments.main(["--config", str(cfg_path), "--out", str(out), "--no-wandb", "--quiet"]) == 0
+    summary = json.loads((experiments.run_dir(out, "dqn", 21) / "summary.json").read_text())
+    assert summary["chunks_done"] == 2 and len(summary["history"]) == 1  # only the second chunk ran here
+    rec = json.loads(experiments.exploit_file(out, "dqn", 21, "dqn", 50).read_text())
+    assert rec["games"] == 8 and rec["seed"] == 50 and rec["family"] == "dqn"
+    assert [it.state for it in experiments.plan(cfg, out)] == ["done", "done"]
+    capsys.readouterr()
+    assert experiments.main(["--config", str(cfg_path), "--out", str(out), "--no-wandb", "--quiet"]) == 0
+    assert "left: 0 items" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ the final report
+def test_rankings_say_beats_only_where_the_paired_interval_excludes_0():
+    rng = np.random.default_rng(0)
+    tables = rng.random((3, 2, 400))  # [training seeds, table seeds, tables]
+    strong = (tables < 0.45).astype(float)
+    weak = (tables < 0.25).astype(float)  # the same tables: a planted difference of 0.2
+    equal = (tables < 0.45).astype(float)
+    rows = []
+    for a, b, wa, wb in (("strong", "weak", strong, weak), ("strong", "equal", strong, equal),
+                         ("weak", "strong", weak, strong)):
+        r = paired_bootstrap(wa, wb, n_boot=400)
+        rows.append({"a": a, "b": b, "diff": r["diff"], "ci95_low": r["ci_low"], "ci95_high": r["ci_high"],
+                     "p_value": r["p_value"]})
+    beats, same, loses = final.rank(rows)
+    assert beats["verdict"] == "`strong` beats `weak`" and beats["ci95_low"] > 0
+    assert same["verdict"] == "no significant difference between `strong` and `equal`"
+    assert loses["verdict"] == "`strong` beats `weak`"
+    # Holm: a p-value that passes alone does not pass among many comparisons
+    alone = final.rank([{"a": "x", "b": "y", "diff": 0.02, "ci95_low": 0.001, "ci95_high": 0.04, "p_value": 0.02}])
+    many = final.rank([{"a": "x", "b": "y", "diff": 0.02, "ci95_low": 0.001, "ci95_high": 0.04, "p_value": 0.02}]
+                  + [{"a": "u", "b": "v", "diff": 0.0, "ci95_low": -0.1, "ci95_high": 0.1, "p_value": 0.9}] * 4)
+    assert alone[0]["verdict"].endswith("beats `y`") and many[0]["verdict"].startswith("no significant")
+
+
+def test_a_results_file_without_a_criterion_line_is_refused():
+    with pytest.raises(final.FinalReportError, match="Criterion: <full commit hash>"):
+        final.check_results("# Results\n\nselfplay beats dqn\n")
+    with pytest.raises(final.FinalReportError):
+        final.check_results("Criterion: abc123\n")  # not a full commit hash
+    text = f"# Results\n\nCriterion: {'a' * 40}\n"
+    assert final.check_results(text) == text
+
+
+def head_commit() -> str:
+    commit = S.git("rev-parse", "HEAD")
+    if not commit:
+        pytest.skip("not a git checkout: no commit to name as the criterion")
+    return commit
+
+
+def fake_runs(root: Path, seeds=(21, 22)) -> Path:
+    """Run directories as evals.experiments leaves them, each run the reference DQN export:
+    `ref` and `twin` are equal policies, `random` a baseline far below them."""
+    runs = root / "runs"
+    exp = {"out": str(runs), "training_seeds": list(seeds), "configs": {"ref": "x", "twin": "x"},
+           "report": {"condition": "aggressive_heavy", "games": 150, "head_to_head_games": 20,
+                      "baselines": {"random": "random"}, "pairs": [["ref", "random"], ["ref", "twin"]],
+                      "head_to_head": []}}
+    for label in exp["configs"]:
+        for s in seeds:
+            fake_run(runs / "train" / label / f"seed_{s}", 2)
+    write(runs / "experiments.yaml", exp)
+    (runs / "exploit.json").write_text(json.dumps({"ref": {"missing": ["exploit/ref/seed_21/dqn/br_150"]}}))
+    return runs
+
+
+MICRO = {"policies": {"random": "random", "honest": "honest"}, "conditions": ["aggressive_heavy"], "seeds": [7],
+         "games": 6, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
+         "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8}
+
+
+def final_args(tmp_path, runs, *extra):
+    cfg = write(tmp_path / "eval.yaml", MICRO)
+    return ["--config", str(cfg), "--final", "--runs", str(runs), "--out", str(tmp_path / "out"),
+            "--results", str(tmp_path / "results.md"), "--no-wandb", "--quiet", "--boot", "300", *extra]
+
+
+def test_final_refuses_before_any_work(tmp_path, capsys, monkeypatch, tmp_ledger):
+    from evals.report.__main__ import main
+
+    runs = fake_runs(tmp_path)
+    monkeypatch.delenv(S.CRITERION_ENV, raising=False)
+    one_line_error(capsys, lambda: main(final_args(tmp_path, runs)), "--final needs COUPJAX_CRITERION")
+    monkeypatch.setenv(S.CRITERION_ENV, head_commit())
+    one_line_error(capsys, lambda: main(final_args(tmp_path, runs, "--seeds", "7")), "held-out seeds only", "got 7")
+    shutil.rmtree(runs / "train" / "twin" / "seed_22" / "export")
+    one_line_error(capsys, lambda: main(final_args(tmp_path, runs, "--seeds", "100")), "1 run(s) are missing",
+                   "twin/seed_22")
+    one_line_error(capsys, lambda: main(final_args(tmp_path, tmp_path / "none", "--seeds", "100")),
+                   "holds no experiments.yaml")
+    shutil.copytree(runs / "train" / "ref" / "seed_22" / "export", runs / "train" / "twin" / "seed_22" / "export")
+    one_line_error(capsys, lambda: main([*final_args(tmp_path, runs, "--seeds", "100"), "--boot", "30"]),
+                   "30 bootstrap resamples cannot show any of 2 comparisons")
+    assert not tmp_ledger.exists() and not (tmp_path / "results.md").exists()
+
+
+def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
+    """The final stage on planted per-table results (no play): each config's mean over its
+    training seeds beside the per-seed figures, "beats" for the planted difference, "no
+    significant difference" for equal policies, the criterion line."""
+    from evals.report import paired
+    from evals.report.config import config_from_dict
+
+    runs = fake_runs(tmp_path)
+    exp = final.read_experiments(runs)
+    rng = np.random.default_rng(1)
+    u = rng.random((1, 150))
+    planted = {"random": (u < 0.05), "twin": (u < 0.5)}
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        assert games == 150 and seeds == [100] and opponents == "aggressive_heavy"
+        wins = np.stack([planted.get(x, u < 0.5 - 0.02 * ("seed_22" in x)) for x in units_a]).astype(float)
+        return {"wins": (wins, wins[:1]), "placement": (4 - 3 * wins, 4 - 3 * wins[:1])}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    ref = fin["configs"]["ref"]
+    assert [Path(x["unit"]).name for x in ref["units"]] == ["seed_21", "seed_22"]
+    assert ref["win_rate"] == pytest.approx(np.mean([x["win_rate"] for x in ref["units"]]))
+    assert ref["ci95_low"] < ref["win_rate"] < ref["ci95_high"]  # two different training seeds: an interval
+    verdicts = [r["verdict"] for r in fin["rankings"]]
+    assert verdicts == ["`ref` beats `random`", "no significant difference between `ref` and `twin`"]
+    cfg = config_from_dict({**MICRO, "seeds": [7]})
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, cfg, {"path": "docs/experiments/c.md", "commit": "b" * 40})
+    assert f"Criterion: {'b' * 40}" in text.splitlines() and "**`ref` beats `random`**" in text
+    assert "seed_21: " in text and "**No significant difference between `ref` and `twin`**" in text
+    with pytest.raises(final.FinalReportError, match="resamples"):
+        final.play_final(exp, runs, [100], 4, n_boot=30)  # too few to reject anything after Holm
+
+
+@pytest.mark.slow
+def test_final_report_from_fake_runs(tmp_path, monkeypatch, tmp_ledger):
+    """On held-out seed 100 (recorded in the tmp ledger): the planted difference reads
+    "beats", the equal policies "no significant difference", and the file names its
+    criterion; nothing is written under docs/.  Quick twin:
+    test_final_sections_from_planted_tables."""
+    from evals.report.__main__ import main
+
+    commit = head_commit()
+    monkeypatch.setenv(S.CRITERION_ENV, commit)
+    runs = fake_runs(tmp_path)
+    before = (ROOT / "docs" / "results.md").read_text() if (ROOT / "docs" / "results.md").exists() else None
+    assert main(final_args(tmp_path, runs, "--seeds", "100")) == 0
+    text = (tmp_path / "results.md").read_text()
+    assert f"Criterion: {commit}" in text.splitlines()
+    assert "**`ref` beats `random`**" in text
+    assert "**No significant difference between `ref` and `twin`**" in text and "A minus B +0.000" in text
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    fin = rep["final"]
+    assert fin["seeds"] == [100]
+    ref = fin["configs"]["ref"]
+    assert ref["training_seeds"] == 2 and len(ref["units"]) == 2 and ref["units"][0]["games"] == 150
+    assert ref["win_rate"] == pytest.approx(np.mean([u["win_rate"] for u in ref["units"]]))
+    assert "seed_21:" in text and "seed_22:" in text  # the per-training-seed figures beside the mean
+    assert "1 planned best response(s) missing" in text
+    assert {e["seed"] for e in S.read_ledger(tmp_ledger)} == {100}
+    after = (ROOT / "docs" / "results.md").read_text() if (ROOT / "docs" / "results.md").exists() else None
+    assert after == before
