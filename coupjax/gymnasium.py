@@ -40,7 +40,7 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install \"coupjax[gymnasium]\" ({err})") from None
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.seat_tables import MAX_STEPS
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
 from coupjax.game import board
@@ -147,7 +147,7 @@ class CoupSeatEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, num_players: int = 4, seat: int = 0, opponents=("random",), render_mode: str | None = None):
-        n = R.check_num_players(num_players)
+        n = rules.check_num_players(num_players)
         if not (isinstance(seat, (int, np.integer)) and 0 <= seat < n):
             raise ValueError(f"seat must be 0..{n - 1}, got {seat!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):

@@ -31,7 +31,7 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(f"coupjax.pettingzoo needs PettingZoo: pip install \"coupjax[pettingzoo]\" ({err})") from None
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
 from coupjax.game import board
 from coupjax.match import compiled
@@ -61,7 +61,7 @@ class CoupAECEnv(AECEnv):
 
     def __init__(self, num_players: int = 4, render_mode: str | None = None):
         super().__init__()
-        n = R.check_num_players(num_players)
+        n = rules.check_num_players(num_players)
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         self.num_players, self.render_mode = n, render_mode

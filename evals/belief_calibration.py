@@ -33,7 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coupjax import metrics as M
+from coupjax import metrics
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.beliefs import coupvisor
 from coupjax.beliefs.posterior import exact_posterior
@@ -96,7 +96,7 @@ def score(probs: dict, truth, valid, claimed) -> dict:
         out[name] = {}
         for subset, m in sel.items():
             y, q = truth[m], np.clip(p[m], 1e-6, 1 - 1e-6)
-            out[name][subset] = {"brier": M.brier(y, q), "ece": M.ece(y, q),
+            out[name][subset] = {"brier": metrics.brier(y, q), "ece": metrics.ece(y, q),
                                  "log_loss": float(-np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))),
                                  "entries": int(m.sum())}
     return out

@@ -21,7 +21,7 @@ from pathlib import Path
 from rich.table import Table
 
 from coupjax.seat_tables import play_tables
-from coupjax import console as output
+from coupjax import console
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
@@ -59,11 +59,11 @@ def main(argv=None) -> dict:
             describe_spec(spec)
         except PolicySpecError as err:
             fail(prog, err)
-    with output.progress(transient=True) as progress:
+    with console.progress(transient=True) as progress:
         results = play_tables(env, args.policy, args.games, args.seed, opponents=args.opponents,
                               chunk=args.chunk, progress=progress)
     against = f"3 x {args.opponents}" if args.opponents else "opponents from the pool"
-    output.console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
+    console.console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
                                           f"seed {args.seed}"))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

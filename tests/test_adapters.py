@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.match import Match
 
 pettingzoo_test = pytest.importorskip("pettingzoo.test")
@@ -31,7 +31,7 @@ def replay(num_players: int, match_seed: int, actions) -> Match:
     m = Match(num_players, seed=match_seed)
     for seat, a in actions:
         assert m.current_player == seat
-        m.play(R.action_name(a, seat, num_players))
+        m.play(rules.action_name(a, seat, num_players))
     return m
 
 

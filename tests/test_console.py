@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from coupjax import console as output
+from coupjax import console
 from coupjax.policies import policy_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,8 +27,8 @@ def _wide_table() -> Table:
 
 
 def test_a_table_written_to_a_file_is_whole_and_plain():
-    out = output.console()  # pytest captures stdout: not a terminal
-    assert not out.is_terminal and out.width == output.PLAIN_WIDTH
+    out = console.console()  # pytest captures stdout: not a terminal
+    assert not out.is_terminal and out.width == console.PLAIN_WIDTH
     buffer = io.StringIO()
     out.file = buffer
     out.print(_wide_table())
@@ -42,16 +42,16 @@ def test_a_table_written_to_a_file_is_whole_and_plain():
 
 def test_progress_in_a_file_is_one_plain_line_per_step():
     buffer = io.StringIO()
-    to = Console(file=buffer, width=output.PLAIN_WIDTH, no_color=True)
-    with output.progress(to=to) as progress:
-        assert isinstance(progress, output.PlainProgress)
+    to = Console(file=buffer, width=console.PLAIN_WIDTH, no_color=True)
+    with console.progress(to=to) as progress:
+        assert isinstance(progress, console.PlainProgress)
         task = progress.add_task("chunks", total=3, info="compiling")
         for _ in range(3):
             progress.update(task, advance=1, info="win_rate 0.5")
     lines = buffer.getvalue().splitlines()
     assert lines[-1].startswith("chunks 3/3 ") and lines[-1].endswith("win_rate 0.5")
     assert all("━" not in x and "\x1b" not in x for x in lines)
-    assert output.progress(to=to, disable=True).disable  # quiet: Rich's own, silent
+    assert console.progress(to=to, disable=True).disable  # quiet: Rich's own, silent
 
 
 def test_policies_command_lists_every_registered_policy_on_a_line():
@@ -130,7 +130,7 @@ def test_the_main_jobs_progress_in_a_file_is_plain_lines(capsys):
     from training.runs import progress_bar
 
     prog, task = progress_bar(3, 0, quiet=False)
-    assert isinstance(prog, output.PlainProgress)
+    assert isinstance(prog, console.PlainProgress)
     with prog:
         prog.update(task, info="compiled in 12s")
         for c in range(3):

@@ -343,10 +343,10 @@ def test_entries_never_wait_for_the_first_advice_to_compile(tmp_path):
 def test_the_practice_form_compiles_only_an_offered_opponent(tmp_path, monkeypatch):
     """``POST /api/warm`` with ``practice``: a registered opponent is compiled in the
     background (once per spec and size); a spec the server does not offer is not."""
-    from coupjax.web import readiness as RD
+    from coupjax.web import readiness
 
     compiled = []
-    monkeypatch.setattr(RD, "compile_bot", lambda spec, n, folder: compiled.append((spec, n, folder)))
+    monkeypatch.setattr(readiness, "compile_bot", lambda spec, n, folder: compiled.append((spec, n, folder)))
     client = TestClient(create_app(tmp_path, token=None, search=False, background_advice=True), base_url=BASE)
     for spec in ("random", "random", "json:dumps", "../../etc", "nope"):
         assert client.post("/api/warm", json={"num_players": 3, "practice": spec}).status_code == 200

@@ -24,7 +24,7 @@ from typing import Callable
 import jax.numpy as jnp
 from flax import struct
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.observation import parse
 
 
@@ -66,7 +66,7 @@ def make_reward(name: str, num_players: int) -> Callable[[RewardInputs], jnp.nda
     """``fn(RewardInputs) -> float32 []`` for ``name`` in `REWARDS`."""
     if name not in REWARDS:
         raise ValueError(f"unknown reward {name!r}; known: {', '.join(REWARDS)}")
-    R.check_num_players(num_players)
+    rules.check_num_players(num_players)
     fn = REWARDS[name]
     return lambda x: fn(x, num_players)
 

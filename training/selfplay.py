@@ -60,7 +60,7 @@ from flax import serialization, struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
 from coupjax.inference import mlp_apply, observation_scale
@@ -109,7 +109,7 @@ def belief_probs(belief_params, obs, num_players: int):
     """float32[n-1, 5]: the learned P(relative opponent k holds role r) from one
     observation; 0 for a seat with no hidden card."""
     n = num_players
-    logits = mlp_apply(belief_params, obs, n).reshape(n - 1, R.NUM_ROLES)
+    logits = mlp_apply(belief_params, obs, n).reshape(n - 1, rules.NUM_ROLES)
     return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
 
 
@@ -264,10 +264,10 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     value_net = MLP(1, n, tuple(cfg.hidden_sizes))
     shared = not cfg.belief_hidden_sizes  # the belief head on the policy's torso
     if shared:
-        policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * R.NUM_ROLES)
+        policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * rules.NUM_ROLES)
     else:
         policy_net = MLP(A, n, tuple(cfg.hidden_sizes))
-        belief_net = MLP((n - 1) * R.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
+        belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
     pass_chunks = cfg.psro_every if cfg.psro_reset else cfg.num_chunks  # training.psro: each pass anneals anew
@@ -283,7 +283,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     def belief_logits(params, obs):
         out = policy_net.apply({"params": params["policy"]}, obs)[1] if shared else \
             belief_net.apply({"params": params["belief"]}, obs)
-        return out.reshape(out.shape[:-1] + (n - 1, R.NUM_ROLES))
+        return out.reshape(out.shape[:-1] + (n - 1, rules.NUM_ROLES))
 
     def loss_fn(params, magnet, b: Batch):
         logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
@@ -338,7 +338,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         key, k_roll, k_perm = jax.random.split(rs.key, 3)
         tables, rec, (logp, value, adv) = rollout(rs, k_roll)
         flat = lambda x: x.reshape((N,) + x.shape[2:])  # noqa: E731
-        bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(R.NUM_ROLES)
+        bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(rules.NUM_ROLES)
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
                       belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
@@ -424,7 +424,7 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
     the policy MLP (`coupjax.inference`, kind ``selfplay``), the belief MLP and the value
     MLP (``value_file``, which `coupjax.search.selfplay_search` uses to score cut rollouts)."""
-    from training import checkpoint as C
+    from training import checkpoint
 
     cfg, env = setup.config, setup.env
     run_dir = Path(run_dir)
@@ -439,7 +439,7 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
         else:  # the shared torso with the belief head as its output layer
             belief = {**{k: v for k, v in policy.items() if k != "out"}, "out": params["policy"]["belief_out"]}
             belief_hidden = cfg.hidden_sizes
-        C.write_export(d, policy, kind="selfplay", num_players=env.num_players,
+        checkpoint.write_export(d, policy, kind="selfplay", num_players=env.num_players,
                        hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0], num_actions=env.num_actions,
                        temperature=cfg.export_temperature, config=config_to_dict(cfg),
                        extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,

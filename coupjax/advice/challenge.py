@@ -111,8 +111,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coupjax import rules as R
-from coupjax.beliefs import coupvisor as B
+from coupjax import rules
+from coupjax.beliefs import coupvisor
 from coupjax.beliefs import posterior as POST
 from coupjax.paths import config_path
 from coupjax.observation import ObsView, parse
@@ -134,10 +134,10 @@ STYLES = {"conservative": -0.05, "balanced": 0.0, "aggressive": 0.07}
 BELIEFS = ("coupvisor", "exact")
 
 # main action kind -> claim kind (-1 for unclaimed actions); block role -> claim kind
-_ACTION_KIND = np.full(R.NUM_MAIN_ACTIONS, -1, np.int32)
-_ACTION_KIND[[R.TAX, R.ASSASSINATE, R.STEAL, R.EXCHANGE]] = [0, 1, 2, 3]
-_BLOCK_KIND = np.full(R.NUM_ROLES, -1, np.int32)
-_BLOCK_KIND[[R.DUKE, R.CONTESSA, R.CAPTAIN, R.AMBASSADOR]] = [4, 5, 6, 7]
+_ACTION_KIND = np.full(rules.NUM_MAIN_ACTIONS, -1, np.int32)
+_ACTION_KIND[[rules.TAX, rules.ASSASSINATE, rules.STEAL, rules.EXCHANGE]] = [0, 1, 2, 3]
+_BLOCK_KIND = np.full(rules.NUM_ROLES, -1, np.int32)
+_BLOCK_KIND[[rules.DUKE, rules.CONTESSA, rules.CAPTAIN, rules.AMBASSADOR]] = [4, 5, 6, 7]
 
 
 @struct.dataclass
@@ -208,8 +208,8 @@ def challenge_context(obs, num_players: int) -> dict:
     claimant), ``threat`` bool, and the parsed observation under ``view``.
     """
     v = parse(obs, num_players)
-    react = v.phase == R.PH_REACT
-    answer = v.phase == R.PH_ANSWER_BLOCK
+    react = v.phase == rules.PH_REACT
+    answer = v.phase == rules.PH_ANSWER_BLOCK
     actor, blocker, target = v.actor, v.blocker, v.target
     claim, block_role, main = v.claim, v.block_role, v.main_action
     decision = ((react & (claim >= 0) & (actor > 0)) | (answer & (actor == 0) & (blocker > 0))) & (v.hidden[0] > 0)
@@ -325,7 +325,7 @@ def truth_table(obs, num_players: int, belief: str = "exact", params: AdvisorPar
     if belief == "exact":
         return POST.claim_truth_probabilities(obs, num_players, params.posterior_params())
     if belief == "coupvisor":
-        return B.claim_truth_probabilities(obs, num_players)
+        return coupvisor.claim_truth_probabilities(obs, num_players)
     raise ValueError(f"belief must be one of {BELIEFS}, got {belief!r}")
 
 
@@ -363,7 +363,7 @@ def advise_challenge(obs, num_players: int, belief: str = "exact", params: Advis
     raw = table[c, r]
     pt = calibrate(raw, ctx["kind"], calibration_features(v, c, r), params, belief) if calibrated else raw
     disproven = ctx["decision"] & v.disproven[c, r]
-    impossible = (ctx["decision"] & (v.visible[r] >= R.COPIES_PER_ROLE)) | disproven
+    impossible = (ctx["decision"] & (v.visible[r] >= rules.COPIES_PER_ROLE)) | disproven
     pt = jnp.where(impossible, 0.0, pt)
     th = threshold_parts(ctx["context"], ctx["me_hidden"] == 1, ctx["claimant_hidden"] == 1, ctx["threat"],
                          ctx["stake"], params, style)

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from coupjax import jsonlines
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.observation import parse
 
 PROTOCOL_VERSION = 1
@@ -31,7 +31,7 @@ MAX_LINE = 1 << 16  # bytes of one reply line; longer is garbage
 # An upper bound of every observation entry, for the adapters' spaces: one-hots are 0/1,
 # coins stay below 13, and the counts (claims, blocks, challenges, renewals, turns) grow
 # by at most one or two a turn over at most `rules.TURN_CAP` turns.
-OBSERVATION_HIGH = float(4 * R.TURN_CAP)
+OBSERVATION_HIGH = float(4 * rules.TURN_CAP)
 
 
 def dumps(message: dict) -> bytes:
@@ -74,11 +74,11 @@ def event(public: dict, private: dict, seat: int) -> dict:
 
 
 def _roles_of_counts(counts) -> list[str]:
-    return [R.ROLES[r] for r in range(R.NUM_ROLES) for _ in range(int(counts[r]))]
+    return [rules.ROLES[r] for r in range(rules.NUM_ROLES) for _ in range(int(counts[r]))]
 
 
 def _role(r) -> str | None:
-    return R.ROLES[int(r)] if r >= 0 else None
+    return rules.ROLES[int(r)] if r >= 0 else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -103,12 +103,12 @@ def readable_observation(view, seat: int) -> dict:
     n = int(v["coins"].shape[-1])
     absolute = lambda rel: [np.asarray(rel)[(s - seat) % n] for s in range(n)]  # noqa: E731
     to_abs = lambda rel: (int(rel) + seat) % n if rel >= 0 else None  # noqa: E731
-    counts = lambda rows: [{R.ROLES[r]: int(row[r]) for r in range(R.NUM_ROLES) if row[r]}  # noqa: E731
+    counts = lambda rows: [{rules.ROLES[r]: int(row[r]) for r in range(rules.NUM_ROLES) if row[r]}  # noqa: E731
                            for row in absolute(rows)]
     phase, main = int(v["phase"]), int(v["main_action"])
     return {
-        "seat": seat, "turn": int(v["turn"]), "phase": R.PHASES[phase] if phase >= 0 else None,
-        "cards": [R.ROLES[int(c)] for c in v["own_cards"] if c >= 0],
+        "seat": seat, "turn": int(v["turn"]), "phase": rules.PHASES[phase] if phase >= 0 else None,
+        "cards": [rules.ROLES[int(c)] for c in v["own_cards"] if c >= 0],
         "drawn": _roles_of_counts(v["drawn"]),
         "coins": [int(x) for x in absolute(v["coins"])], "hidden": [int(x) for x in absolute(v["hidden"])],
         "alive": [bool(x) for x in absolute(v["alive"])],
@@ -117,7 +117,7 @@ def readable_observation(view, seat: int) -> dict:
         "challenges_won": [int(x) for x in absolute(v["challenges_won"])],
         "challenges_lost": [int(x) for x in absolute(v["challenges_lost"])],
         "renewals": [int(x) for x in absolute(v["renewals"])],
-        "actor": to_abs(v["actor"]), "main_action": R.MAIN_ACTIONS[main] if main >= 0 else None,
+        "actor": to_abs(v["actor"]), "main_action": rules.MAIN_ACTIONS[main] if main >= 0 else None,
         "target": to_abs(v["target"]), "claim": _role(v["claim"]), "blocker": to_abs(v["blocker"]),
         "block_role": _role(v["block_role"]), "deck_size": int(v["deck_size"]),
     }
@@ -190,7 +190,7 @@ def check_reply(line: bytes | None, legal: list[str], num_players: int) -> tuple
     if name in legal:
         return name, None, ""
     try:
-        R.action_id(name, 0, num_players)
+        rules.action_id(name, 0, num_players)
     except ValueError:
         return None, "garbage", f"{name[:80]!r} is no protocol name"
     return name, "illegal", f"{name!r} is not legal now (legal: {', '.join(legal)})"

@@ -28,9 +28,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.seat_tables import summarize
-from coupjax.botarena import protocol as proto
+from coupjax.botarena import protocol
 from coupjax.botarena.process import BotProcess, become_subreaper, children_now, split_command, sweep_orphans
 from coupjax.env import Env
 from coupjax.events import event_to_dict, last_event
@@ -140,7 +140,7 @@ class Arena:
 
     def __init__(self, entrants: list[Entrant], num_players: int = 4, *, move_timeout: float = DEFAULT_MOVE_TIMEOUT,
                  save_dir="arena", seed: int = 0):
-        self.num_players = R.check_num_players(num_players)
+        self.num_players = rules.check_num_players(num_players)
         check_entrants(entrants, self.num_players)
         if not move_timeout > 0:
             raise ArenaError(f"the move timeout must be positive, got {move_timeout}")
@@ -181,7 +181,7 @@ class Arena:
         seat = m.current_player
         look = {"seat": seat, "step": len(m.events), "legal": m.legal_actions()}
         if seat in bot_seats:
-            look["observation"] = proto.readable(m.state.observation, seat, self.num_players)
+            look["observation"] = protocol.readable(m.state.observation, seat, self.num_players)
         return look
 
     def _play(self, m: Match, name: str, bot_seats):
@@ -191,7 +191,7 @@ class Arena:
 
     def _choose(self, m: Match, entrant: str, key, step: int) -> str:
         a = int(self.seats[entrant].choose(key, np.int32(step), m.state))
-        return R.action_name(a, m.current_player, self.num_players)
+        return rules.action_name(a, m.current_player, self.num_players)
 
     def _new_match(self, deal_seed: int, policy_seed: int, bot_seats):
         m = Match(self.num_players, seed=deal_seed)
@@ -214,9 +214,9 @@ class Arena:
                 log = self.save_dir / "logs" / f"match-{index:04d}-seat{seat}-{e.name}.stderr.log"
                 bots[seat] = BotProcess(e.name, e.command, log)
         m, hands, key, look = await self._call(self._new_match, deal_seed, policy_seed, set(bots))
-        await asyncio.gather(*(b.start(proto.hello(b.name, index, timeout), timeout) for b in bots.values()))
+        await asyncio.gather(*(b.start(protocol.hello(b.name, index, timeout), timeout) for b in bots.values()))
         for seat, b in bots.items():
-            b.send(proto.start(index, seat, names, hands[seat], [R.START_COINS] * n))
+            b.send(protocol.start(index, seat, names, hands[seat], [rules.START_COINS] * n))
         forfeits = []
         try:
             while "placements" not in look:
@@ -235,10 +235,10 @@ class Arena:
                         name = name or f"coup:{seat}"  # never legal: the engine forfeits it
                 private, public, look = await self._call(self._play, m, name, set(bots))
                 for s, b in bots.items():
-                    b.send(proto.event(public, private, s))
+                    b.send(protocol.event(public, private, s))
         finally:
             ended = look.get("placements")
-            await asyncio.gather(*(b.finish(proto.end(ended, s) if ended else None) for s, b in bots.items()))
+            await asyncio.gather(*(b.finish(protocol.end(ended, s) if ended else None) for s, b in bots.items()))
         placements = look["placements"]
         path = self.save_dir / "matches" / f"match-{index:04d}.jsonl"
         await self._call(m.save, path)
@@ -250,10 +250,10 @@ class Arena:
     async def _ask(self, bot: BotProcess, step: int, look: dict):
         if bot.broken:
             return None, *bot.broken
-        line, why = await bot.decide(proto.decide(step, look["observation"], look["legal"]), self.move_timeout)
+        line, why = await bot.decide(protocol.decide(step, look["observation"], look["legal"]), self.move_timeout)
         if why:
             return None, why, line
-        return proto.check_reply(line, look["legal"], self.num_players)
+        return protocol.check_reply(line, look["legal"], self.num_players)
 
     # ------------------------------------------------------------ the tournament
     async def run(self, num_matches: int, concurrency: int = 8, on_match=None) -> dict:
@@ -290,7 +290,7 @@ class Arena:
     def report(self, matches: list[dict], wall: float) -> dict:
         rows = {}
         for e in self.entrants:
-            wins, places, forfeits = [], [], dict.fromkeys(proto.REASONS, 0)
+            wins, places, forfeits = [], [], dict.fromkeys(protocol.REASONS, 0)
             decisions, seconds = 0, 0.0
             for r in matches:
                 for seat, name in enumerate(r["seats"]):
@@ -313,7 +313,7 @@ class Arena:
             rows[e.name] = row
         moves = sum(r["steps"] for r in matches)
         return {
-            "protocol": proto.PROTOCOL_VERSION, "players": self.num_players, "matches": len(matches),
+            "protocol": protocol.PROTOCOL_VERSION, "players": self.num_players, "matches": len(matches),
             "seed": self.seed, "move_timeout": self.move_timeout,
             "entrants": {e.name: e.describe() for e in self.entrants},
             "results": rows,

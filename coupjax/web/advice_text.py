@@ -17,12 +17,12 @@ import functools
 
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import board
 from coupjax.game import deal
 from coupjax.match import compiled
 from coupjax.tracker import seat_report
-from coupjax.web import words as W
+from coupjax.web import words
 
 STYLES = {"cautious": "conservative", "balanced": "balanced", "aggressive": "aggressive"}
 
@@ -56,8 +56,8 @@ def after_passes(state, seat: int, responders: list[int]):
     import jax
 
     for r in responders[: responders.index(seat)]:
-        state = step(state, np.int32(R.action_id("pass", r, n)), jax.random.PRNGKey(0))
-    return state if int(state.current_player) == seat and int(board.phase(state)) == R.PH_REACT else None
+        state = step(state, np.int32(rules.action_id("pass", r, n)), jax.random.PRNGKey(0))
+    return state if int(state.current_player) == seat and int(board.phase(state)) == rules.PH_REACT else None
 
 
 def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], style: str) -> dict | None:
@@ -66,7 +66,7 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
     claim to challenge; no call of its own) and ``values`` (the search's, in words)."""
     if adv is None:
         return None
-    say = lambda name: W.action(names, me, name, table, me, hand)  # noqa: E731
+    say = lambda name: words.action(names, me, name, table, me, hand)  # noqa: E731
     out = {"style": style}
     rec = adv.get("recommendation")
     if rec is not None:
@@ -74,21 +74,21 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
         out["recommended"] = {"action": rec["action"], "text": say(rec["action"]), "source": rec["source"],
                               "value": row.get("value"), "se": row.get("se"), "close_call": rec["close_call"],
                               "settled": rec["settled"],
-                              "reasons": [W.reason(x, names, me, hand) for x in rec["reasons"]]}
+                              "reasons": [words.reason(x, names, me, hand) for x in rec["reasons"]]}
     if "search" in adv:
-        out["values"] = [{"action": a["action"], "text": W.short(names, a["action"], me, hand), "value": a["value"], "se": a["se"],
+        out["values"] = [{"action": a["action"], "text": words.short(names, a["action"], me, hand), "value": a["value"], "se": a["se"],
                           "best_share": a["best_share"]} for a in adv["search"]["actions"]]
     ch = adv.get("challenge")
     if ch:
         claimant = table["blocker"] if table["phase"] == "answer_block" else table["actor"]
-        role = W.title(ch["role_name"])
+        role = words.title(ch["role_name"])
         if ch["impossible"]:
-            why = f"{W.Who(names, claimant, me)} cannot hold {W.a_role(role)}: every {role} is accounted for or ruled out"
+            why = f"{words.Who(names, claimant, me)} cannot hold {words.a_role(role)}: every {role} is accounted for or ruled out"
         else:
             side = "below" if ch["p_truth"] < ch["theta"] else "above"
-            why = (f"{W.whose(names, claimant, me).capitalize() if claimant == me else W.whose(names, claimant, me)} "
+            why = (f"{words.whose(names, claimant, me).capitalize() if claimant == me else words.whose(names, claimant, me)} "
                    f"{role} claim is true with probability {ch['p_truth']:.2f}, "
                    f"{side} the {ch['theta']:.2f} at which a challenge pays ({style} style)")
         out["challenge"] = {"p_truth": ch["p_truth"], "theta": ch["theta"], "impossible": ch["impossible"],
-                            "sentence": why + ".", "explanation": W.why_in_full(ch, names, me, claimant, style)}
+                            "sentence": why + ".", "explanation": words.why_in_full(ch, names, me, claimant, style)}
     return out

@@ -29,9 +29,9 @@ from coupjax.match import Match
 from coupjax.policies.registry import make_policy, policy_names
 from coupjax.tracker import seat_report
 from coupjax.tracker import public_view, seat_event
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.web import advice_text
-from coupjax.web import words as W
+from coupjax.web import words
 from coupjax.web.store import GameStore
 from coupjax.web.table import BadRequest, seat_names
 
@@ -175,7 +175,7 @@ class PracticeGame:
             except (ValueError, TypeError, OSError) as err:  # a saved game naming what this server does not offer
                 raise BadRequest(f"opponents: {' '.join(str(err).split())[:600]}", "opponents") from None
             a = int(choose(key, m.state))
-            m.play(R.action_name(a, p, m.num_players))
+            m.play(rules.action_name(a, p, m.num_players))
         self.save()
 
     def act(self, action: str) -> None:
@@ -205,29 +205,29 @@ class PracticeGame:
         own = list(m.hands[me])  # your own cards, in the engine's order (reveal:i loses the i-th)
         choices = []
         if not m.done and m.current_player == me:
-            choices = [{"label": W.action(names, me, a, view, me, own), "action": a} for a in m.legal_actions()]
+            choices = [{"label": words.action(names, me, a, view, me, own), "action": a} for a in m.legal_actions()]
         seen = [_seen_event(ev, me) for ev in m.events]
-        log = [{"step": ev["step"], "text": W.event(names, x, me)} for ev, x in zip(m.events, seen)]
+        log = [{"step": ev["step"], "text": words.event(names, x, me)} for ev, x in zip(m.events, seen)]
         mine = [k for k, ev in enumerate(m.events) if ev["seat"] == me]
         since = mine[-1] + 1 if mine else 0
         if m.done and since >= len(seen):  # your own move ended it: say that move
             since = max(0, len(seen) - 1)
-        narration = W.narrate(names, seen[since:], me)
+        narration = words.narrate(names, seen[since:], me)
         return {"id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": m.num_players,
                 "specs": self.meta["specs"], "style": self.meta["style"], "table": view, "hand": hand,
                 "drawn": view["drawn"], "beliefs": seat_report.beliefs(state, me) if not m.done else [],
                 "advice": adv, "advice_for": "now" if adv else None,
                 "advice_words": advice_text.describe(adv, names, me, view, own, self.meta["style"]),
                 "prompt": _prompt(names, me, view, m), "narration": narration,
-                "bots": [None if x is None else W.policy_name(x) for x in self.meta["specs"]],
+                "bots": [None if x is None else words.policy_name(x) for x in self.meta["specs"]],
                 "choices": choices, "log": log, "done": m.done,
                 "search": use_search, "true_hands": m.hands if m.done else None}
 
 
 def _seen_event(ev: dict, me: int) -> dict:
     """A step as the player's seat saw it (others' private choices as their public view)."""
-    mine = seat_event(ev, me, R.role_index(ev["redraw"]) if ev["redraw"] and _own_redraw(ev, me) else None,
-                      [R.role_index(x) for x in ev["exchange_drawn"]] if ev["actor"] == me else ())
+    mine = seat_event(ev, me, rules.role_index(ev["redraw"]) if ev["redraw"] and _own_redraw(ev, me) else None,
+                      [rules.role_index(x) for x in ev["exchange_drawn"]] if ev["actor"] == me else ())
     return mine if ev["seat"] == me else {**public_view(ev), "redraw": mine["redraw"],
                                           "exchange_drawn": mine["exchange_drawn"]}
 
@@ -239,7 +239,7 @@ def _own_redraw(ev: dict, me: int) -> bool:
 
 def _prompt(names, me, view, m) -> str:
     if m.done:
-        return f"Game over: {W.who(names, view['winner'], me)} won."
+        return f"Game over: {words.who(names, view['winner'], me)} won."
     if m.current_player != me:
         return f"{names[m.current_player]} to play."
     return {"action": "Your turn: choose an action.", "react": "Your decision: challenge, block or pass?",

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.game import deal
 from coupjax.jsonlines import ReplayError
 from coupjax.tracker.replay import frame, load_game
 from coupjax.web import advice_text
-from coupjax.web import words as W
+from coupjax.web import words
 from coupjax.web.store import GameStore
 from coupjax.web.table import BadRequest
 
@@ -77,15 +77,15 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
     table = dict(fr["table"], num_players=n)
     true_hands = None
     if game.kind == "match":
-        true_hands = [[R.ROLES[c] for c in h] for h in deal.hands(game.states[step])]
+        true_hands = [[rules.ROLES[c] for c in h] for h in deal.hands(game.states[step])]
     return {
         "id": gid, "kind": game.kind, "names": names, "seat": seat, "num_players": n, "step": step,
         "steps": total, "last_step": total - 1, "table": table, "beliefs": fr["beliefs"],
         "advice": fr["advice"], "advice_for": advice_for,
         "advice_words": advice_text.describe(fr["advice"], names, seat, table, table["hand"], style),
-        "event": fr["event"], "event_text": W.event(names, fr["event"], seat) if fr["event"] else None,
+        "event": fr["event"], "event_text": words.event(names, fr["event"], seat) if fr["event"] else None,
         "true_hands": true_hands, "seats": [game.seat] if game.seat is not None else list(range(n)),
         "error": public_error(game.error, gid) if game.error else None,
-        "log": [{"step": k, "text": W.event(names, e, seat if game.kind != "match" else None)}
+        "log": [{"step": k, "text": words.event(names, e, seat if game.kind != "match" else None)}
                 for k, e in enumerate(game.events)] if step == 0 else None,
     }

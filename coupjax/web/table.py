@@ -20,14 +20,14 @@ import json
 import re
 import time
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.tracker import Entry, Tracker, TrackerError
 from coupjax.tracker.record import header
 from coupjax.web import advice_text
-from coupjax.web import words as W
+from coupjax.web import words
 from coupjax.web.store import GameStore
 
-ROLE_OPTIONS = [{"label": W.title(r), "value": r} for r in R.ROLES]
+ROLE_OPTIONS = [{"label": words.title(r), "value": r} for r in rules.ROLES]
 
 
 MAX_WARNINGS = 50  # refused entries kept per game: the oldest settled ones go first, then the oldest
@@ -46,7 +46,7 @@ def seat_names(names, n: int) -> list[str]:
         names = []
     if not isinstance(names, list) or len(names) > n or not all(isinstance(x, str) for x in names):
         raise BadRequest(f"names: expected up to {n} strings", "names")
-    out = [W.cut_name(x) or f"Seat {i}" for i, x in enumerate(names)]
+    out = [words.cut_name(x) or f"Seat {i}" for i, x in enumerate(names)]
     return out + [f"Seat {i}" for i in range(len(out), n)]
 
 
@@ -137,7 +137,7 @@ class TableGame:
         text = re.sub(r"\bseat (\d+)", lambda m: names[int(m.group(1))] if int(m.group(1)) < len(names)
                       else m.group(0), message)
         return re.sub(r"\b(a |an )?(duke|assassin|captain|ambassador|contessa)(s?)\b",
-                      lambda m: (W.a_role(m.group(2)) if m.group(1) else W.title(m.group(2))) + m.group(3), text)
+                      lambda m: (words.a_role(m.group(2)) if m.group(1) else words.title(m.group(2))) + m.group(3), text)
 
     def dismiss(self, wid: int) -> None:
         for w in self.meta["warnings"]:
@@ -197,7 +197,7 @@ class TableGame:
         if s == me:
             hand = self.tracker.own_hand()
             return {"field": "reveals", "seat": s, "question": "Which of your cards did you lose?",
-                    "options": [{"label": W.title(r), "value": r} for r in dict.fromkeys(hand)] or ROLE_OPTIONS}
+                    "options": [{"label": words.title(r), "value": r} for r in dict.fromkeys(hand)] or ROLE_OPTIONS}
         q = f"Which card did {names[s]} reveal?" if s is not None else "Which card was revealed?"
         return {"field": "reveals", "seat": s, "question": q, "options": ROLE_OPTIONS}
 
@@ -205,10 +205,10 @@ class TableGame:
         v = self.tracker.view()
         if claimant is None:
             claimant = v["blocker"] if v["phase"] == "answer_block" else v["actor"]
-            role = v["block_role"] if v["phase"] == "answer_block" else W.ROLE_OF.get(v["main_action"] or "", "")
-        c = W.who(names, claimant, me)
-        return {"field": "bluff_caught", "question": f"Did {c} show {W.a_role(role)}?",
-                "options": [{"label": f"Yes: {c} showed {W.title(role)} (the challenger loses a card)", "value": False},
+            role = v["block_role"] if v["phase"] == "answer_block" else words.ROLE_OF.get(v["main_action"] or "", "")
+        c = words.who(names, claimant, me)
+        return {"field": "bluff_caught", "question": f"Did {c} show {words.a_role(role)}?",
+                "options": [{"label": f"Yes: {c} showed {words.title(role)} (the challenger loses a card)", "value": False},
                             {"label": f"No: {c} was bluffing (and loses a card)", "value": True}]}
 
     def choices(self) -> list[dict]:
@@ -224,42 +224,42 @@ class TableGame:
             {"label": label, "entry": entry, "asks": list(asks), "kind": kind})
         if phase == "action":
             for a in ex["actions"]:
-                add(W.main_action(names, p, a, me), {"seat": p, "action": a}, kind="action")
+                add(words.main_action(names, p, a, me), {"seat": p, "action": a}, kind="action")
         elif phase in ("react", "answer_block"):
-            main = R.MAIN_ACTIONS.index(v["main_action"])
+            main = rules.MAIN_ACTIONS.index(v["main_action"])
             hand = t.own_hand()
             if phase == "react":
-                claim = int(R.ACTION_CLAIM[main])
+                claim = int(rules.ACTION_CLAIM[main])
                 for r in ex["responders"]:
                     if claim >= 0:
                         e = {"seat": r, "action": "challenge"}
                         asks = [self._bluff_ask(names, me)]
                         if v["actor"] == me:
-                            e["bluff_caught"], asks = R.ROLES[claim] not in hand, []
-                        add(W.reaction(names, r, "challenge", v, me), e, asks, "challenge")
-                    for role in R.BLOCK_ROLES:
-                        if R.ACTION_BLOCKERS[main, role] and (not R.BLOCK_BY_TARGET_ONLY[main] or r == v["target"]):
-                            add(W.reaction(names, r, f"block:{R.ROLES[role]}", v, me),
-                                {"seat": r, "action": f"block:{R.ROLES[role]}"}, kind="block")
+                            e["bluff_caught"], asks = rules.ROLES[claim] not in hand, []
+                        add(words.reaction(names, r, "challenge", v, me), e, asks, "challenge")
+                    for role in rules.BLOCK_ROLES:
+                        if rules.ACTION_BLOCKERS[main, role] and (not rules.BLOCK_BY_TARGET_ONLY[main] or r == v["target"]):
+                            add(words.reaction(names, r, f"block:{rules.ROLES[role]}", v, me),
+                                {"seat": r, "action": f"block:{rules.ROLES[role]}"}, kind="block")
                 if len(ex["responders"]) > 1:
-                    add(W.reaction(names, p, "pass", v, me), {"seat": p, "action": "pass"}, kind="pass")
+                    add(words.reaction(names, p, "pass", v, me), {"seat": p, "action": "pass"}, kind="pass")
             else:
                 e = {"seat": p, "action": "challenge"}
                 asks = [self._bluff_ask(names, me)]
                 if v["blocker"] == me:
                     e["bluff_caught"], asks = v["block_role"] not in hand, []
-                add(W.reaction(names, p, "challenge", v, me), e, asks, "challenge")
-            add(W.all_passed(names, v, me), {"action": "all_passed"}, kind="all_passed")
+                add(words.reaction(names, p, "challenge", v, me), e, asks, "challenge")
+            add(words.all_passed(names, v, me), {"action": "all_passed"}, kind="all_passed")
         elif phase == "lose":
             if p == me:
                 for i, role in enumerate(t.own_hand()):
-                    add(f"Lose your {W.title(role)}", {"seat": me, "action": f"reveal:{i}"}, kind="reveal")
+                    add(f"Lose your {words.title(role)}", {"seat": me, "action": f"reveal:{i}"}, kind="reveal")
             else:
                 add(f"{names[p]} loses a card", {"seat": p, "action": "reveal"}, [self._reveal_ask(p)], "reveal")
         elif phase == "exchange":
             if p == me:
                 for a in ex["actions"]:
-                    add(W.keep(a), {"seat": me, "action": a}, kind="keep")
+                    add(words.keep(a), {"seat": me, "action": a}, kind="keep")
             else:
                 add(f"{names[p]} finishes the exchange", {"seat": p, "action": "keep"}, kind="keep")
         return out
@@ -270,21 +270,21 @@ class TableGame:
         a = entry.get("action", "?")
         s = entry.get("seat", v["current_player"])
         if a == "all_passed":
-            text = W.all_passed(names, v, me)
+            text = words.all_passed(names, v, me)
         elif s is None:
             text = a
         else:
-            text = W.action(names, s, a, v, me)
+            text = words.action(names, s, a, v, me)
         if entry.get("bluff_caught") is not None:
             text += "; bluff caught" if entry["bluff_caught"] else "; the claim was true"
         for x in entry.get("reveals", []):
             role = x if isinstance(x, str) else x.get("role")
             seat = None if isinstance(x, str) else x.get("seat")
-            text += f"; {'a card' if seat is None else W.who(names, seat, me)} revealed {W.title(str(role))}"
+            text += f"; {'a card' if seat is None else words.who(names, seat, me)} revealed {words.title(str(role))}"
         if entry.get("redraw"):
-            text += f"; you drew {W.title(entry['redraw'])}"
+            text += f"; you drew {words.title(entry['redraw'])}"
         if entry.get("drawn"):
-            text += "; you drew " + " + ".join(W.title(r) for r in entry["drawn"])
+            text += "; you drew " + " + ".join(words.title(r) for r in entry["drawn"])
         return text
 
     # ------------------------------------------------------------------ the page
@@ -311,13 +311,13 @@ class TableGame:
             "advice": adv, "advice_for": advice_for,
             "advice_words": advice_text.describe(adv, names, me, view, hand, style),
             "prompt": self._prompt(view), "choices": self.choices(),
-            "log": [{"step": k, "text": W.event(names, e, me)} for k, e in enumerate(t.events)],
+            "log": [{"step": k, "text": words.event(names, e, me)} for k, e in enumerate(t.events)],
             "warnings": copy.deepcopy(self.meta["warnings"]), "can_undo": bool(self.meta["entries"]),
             "done": t.done, "search": use_search,
         }
 
     def _prompt(self, v: dict) -> str:
-        return W.prompt(self.meta["names"], v, self.tracker.seat)
+        return words.prompt(self.meta["names"], v, self.tracker.seat)
 
 
 def bound_warnings(meta: dict) -> None:

@@ -36,7 +36,7 @@ from jax.sharding import PartitionSpec as P
 
 from coupjax import seat_tables, rollout
 from coupjax import devices as mesh_devices
-from coupjax.advice import challenge as A
+from coupjax.advice import challenge
 from coupjax.env import Env
 from coupjax.game.deal import hidden_hands
 from coupjax.policies import make_policy
@@ -54,7 +54,7 @@ def scored_decision(s, num_players: int):
     """(scored, claimant absolute seat, role, kind) of the decision in state s: a
     challenge decision of the seat with the first chance to challenge (module doc)."""
     n = num_players
-    ctx = A.challenge_context(s.observation, n)
+    ctx = challenge.challenge_context(s.observation, n)
     v = ctx["view"]
     rel = jnp.arange(n)
     between = (rel > ctx["claimant"]) & v.alive

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from coupjax import seat_tables
 from coupjax.env import Env
-from coupjax.policies import belief_ev as BEV
+from coupjax.policies import belief_ev
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import check_report_seed, check_tuning_seed
 from evals.advisor.record import NUM_PLAYERS
@@ -40,7 +40,7 @@ def variant_table(games: int, seed: int, chunk: int = 2000, names=SEAT_TABLE_NAM
     else:
         check_report_seed(seed, "advisor_quality --seat-table")
     env = Env(NUM_PLAYERS)
-    built = {variant_name(a): BEV.make_belief_ev(env, BEV.play_params().replace(alpha=float(a))) for a in alphas}
+    built = {variant_name(a): belief_ev.make_belief_ev(env, belief_ev.play_params().replace(alpha=float(a))) for a in alphas}
     specs = list(dict.fromkeys([*names, *built]))
     rows = seat_tables.play_tables(env, specs, games, seed, pool=OPPONENTS, chunk=chunk, progress=progress,
                              policies=built)

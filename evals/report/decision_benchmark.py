@@ -21,11 +21,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
 from coupjax.match import Match
 
-ROLES = R.ROLES
+ROLES = rules.ROLES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Scenario:
         deck = None
         if self.deck is not None:  # the given cards on top, then the rest in role order
             held = [c for h in hands + (revealed or []) for c in h] + list(self.deck)
-            deck = list(self.deck) + [r for r in ROLES for _ in range(R.COPIES_PER_ROLE - held.count(r))]
+            deck = list(self.deck) + [r for r in ROLES for _ in range(rules.COPIES_PER_ROLE - held.count(r))]
         m = Match(num_players=self.num_players, seed=11, hands=hands, revealed=revealed,
                   coins=None if self.coins is None else list(self.coins), current_player=self.current_player,
                   turn=self.turn, deck=deck)
@@ -257,7 +257,7 @@ def score_policy(policy, built, probs=None) -> dict:
         else:
             p = np.asarray(probs[i], np.float64)
         seat = m.current_player
-        ids = [R.action_id(a, seat, n) for a in s.sound_names(m)]
+        ids = [rules.action_id(a, seat, n) for a in s.sound_names(m)]
         out[s.name] = {"mass": float(p[ids].sum()), "hit": bool(int(np.argmax(p)) in ids)}
     return out
 

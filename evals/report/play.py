@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import seat_tables
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 
 SLACK = 1.3  # capacity over the expected demand per iteration
@@ -59,7 +59,7 @@ def episode_rewards(coins, alive, placement, finished, num_players: int):
     dead = (~alive).sum(axis=1, keepdims=True)
     # a survivor saw every eliminated opponent go; an eliminated seat those placed below it
     gone = np.where(alive, dead, num_players - placement)
-    shaped = (coins - R.START_COINS + gone).astype(np.float32)
+    shaped = (coins - rules.START_COINS + gone).astype(np.float32)
     win = ((placement == 1) & np.asarray(finished, bool)[:, None]).astype(np.float32)
     return shaped, win
 

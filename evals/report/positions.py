@@ -29,7 +29,7 @@ import numpy as np
 
 from coupjax import seat_tables
 from coupjax import rollout
-from coupjax import rules as R
+from coupjax import rules
 from coupjax.advice.action_ev import REJECTED_BLUFF_PENALTY, recommend_action
 from coupjax.game import board
 from coupjax.game.tables import tables
@@ -167,7 +167,7 @@ def blocks(fn, arrays: list, block: int = ROW_BLOCK):
 def select_rows(rows: dict, max_rows: int | None, seed: int) -> dict:
     """The rows the metrics use: the winners' rows and the main-action rows (all seats),
     at most ``max_rows`` of them (a seeded subsample, for the expensive policies)."""
-    keep = rows["winner_row"] | (rows["phase"] == R.PH_ACTION)
+    keep = rows["winner_row"] | (rows["phase"] == rules.PH_ACTION)
     idx = np.nonzero(keep)[0]
     if max_rows is not None and len(idx) > max_rows:
         idx = np.sort(np.random.default_rng(seed).choice(idx, max_rows, replace=False))
@@ -178,7 +178,7 @@ def score_policy(env, scorer, rows: dict, ev_raw: np.ndarray, seed: int, block: 
     """Sums of one policy over the selected rows: ``winner_rows``, ``winner_match``
     (summed probability), ``main_rows``, ``regret`` (summed coins)."""
     keys = np.asarray(seat_tables.game_keys(jax.random.PRNGKey(seed), 0, len(rows["action"])))
-    main = rows["phase"] == R.PH_ACTION
+    main = rows["phase"] == rules.PH_ACTION
     _, p_action, regret = blocks(scorer, [keys, rows["obs"].astype(np.float32), rows["mask"], rows["action"],
                                           ev_raw, main], block)
     w = rows["winner_row"]

@@ -29,7 +29,7 @@ from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
-from evals.report import positions as POS
+from evals.report import positions
 from evals.report import decision_benchmark
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
@@ -285,11 +285,11 @@ class Suite:
             labels = self.labels_for(env.num_players, [*self.cfg.policies, *self.cfg.search_policies,
                                                        *self.cfg.advised])
             pols = build_policies(env, self.cfg, labels)
-            self._scorers = {x: POS.make_row_scorer(env, pols[x]) for x in labels}
+            self._scorers = {x: positions.make_row_scorer(env, pols[x]) for x in labels}
         return self._scorers
 
     def block_of(self, label: str) -> int:
-        return POSITION_ROWS_SEARCH if label in self.cfg.search_policies else POS.ROW_BLOCK
+        return POSITION_ROWS_SEARCH if label in self.cfg.search_policies else positions.ROW_BLOCK
 
     def position_cells(self) -> dict:
         cfg = self.cfg
@@ -301,23 +301,23 @@ class Suite:
 
         def compute(cond, seed):
             if not state:
-                state["logger"] = POS.make_logger(env)
-                state["ev"] = POS.make_ev(env)
+                state["logger"] = positions.make_logger(env)
+                state["ev"] = positions.make_ev(env)
             scorers = self.scorers()
             task = self.task(f"positions {cond} seed {seed}", len(scorers) + 1)
-            rows = POS.log_positions(state["logger"], env, cond, cfg.position_games, seed)
-            sel = POS.select_rows(rows, None, seed)
-            ev = POS.blocks(state["ev"], [sel["obs"].astype(np.float32), sel["mask"]])
+            rows = positions.log_positions(state["logger"], env, cond, cfg.position_games, seed)
+            sel = positions.select_rows(rows, None, seed)
+            ev = positions.blocks(state["ev"], [sel["obs"].astype(np.float32), sel["mask"]])
             if task is not None:
                 self.progress.advance(task)
             data = {"rows": int(len(rows["action"])), "overflow": rows["overflow"], "games": rows["games"]}
             for x, scorer in scorers.items():
                 if x in cfg.search_policies:  # a seeded subsample: search costs ~100x a bot
-                    small = POS.select_rows(sel, POSITION_ROWS_SEARCH, seed)
-                    ev_small = POS.blocks(state["ev"], [small["obs"].astype(np.float32), small["mask"]])
-                    data[x] = POS.score_policy(env, scorer, small, ev_small, seed, self.block_of(x))
+                    small = positions.select_rows(sel, POSITION_ROWS_SEARCH, seed)
+                    ev_small = positions.blocks(state["ev"], [small["obs"].astype(np.float32), small["mask"]])
+                    data[x] = positions.score_policy(env, scorer, small, ev_small, seed, self.block_of(x))
                 else:
-                    data[x] = POS.score_policy(env, scorer, sel, ev, seed)
+                    data[x] = positions.score_policy(env, scorer, sel, ev, seed)
                 if task is not None:
                     self.progress.advance(task)
             self.finish(task)
@@ -364,7 +364,7 @@ class Suite:
             data = {"scenarios": [{"name": s.name, "kind": s.kind, "reason": s.reason, "sound": list(s.sound),
                                    "advisor": s.advisor} for s, _ in built], "policies": {}, "advisors": {}}
             for x, scorer in scorers.items():
-                probs = POS.policy_probs(scorer, obs, mask, self.block_of(x))
+                probs = positions.policy_probs(scorer, obs, mask, self.block_of(x))
                 data["policies"][x] = decision_benchmark.score_policy(None, built, probs)
                 if task is not None:
                     self.progress.advance(task)
