@@ -22,7 +22,7 @@ from coupjax import rules
 from coupjax import search
 from coupjax.env import Env
 from coupjax.search import action_values
-from coupjax.search import world_states
+from coupjax.search import sampled_worlds
 from coupjax.search.config import max_legal_actions
 
 D, A, C, AM, CO = range(5)
@@ -261,7 +261,7 @@ def test_config_validation(env4):
     with pytest.raises(ValueError):
         search.SearchConfig(tau=0.0)
     with pytest.raises(ValueError):
-        world_states.rollout_policy(env4, "expected")  # a search policy cannot be its own rollout policy
+        sampled_worlds.rollout_policy(env4, "expected")  # a search policy cannot be its own rollout policy
     assert max_legal_actions(4) == 13 and max_legal_actions(2) == 7
     assert search.SearchConfig().rollout_policy == "random"  # the API's default rollout policy
     with pytest.raises(ValueError):

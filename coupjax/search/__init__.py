@@ -15,7 +15,7 @@ from coupjax.search.action_values import advise, explain
 from coupjax.search.config import DEFAULT_CONFIG, MODES, THOMPSON_CONFIG, SearchConfig, default_config
 from coupjax.search.policy import make_batched_decider, make_search_policy, search_logits
 from coupjax.search.queue import SearchResult, best_shares, denoised_world_values, make_searcher
-from coupjax.search.world_states import heuristic_value, world_states
+from coupjax.search.sampled_worlds import heuristic_value, world_states
 
 __all__ = ["advise", "explain", "DEFAULT_CONFIG", "MODES", "THOMPSON_CONFIG", "SearchConfig", "default_config",
            "make_batched_decider", "make_search_policy", "search_logits", "SearchResult", "best_shares",

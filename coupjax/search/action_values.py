@@ -13,7 +13,7 @@ from coupjax import rules
 from coupjax.env import Env
 from coupjax.search.config import MODES, SearchConfig, default_config
 from coupjax.search.policy import make_batched_decider
-from coupjax.search.world_states import raw_key
+from coupjax.search.sampled_worlds import raw_key
 
 
 @functools.lru_cache(maxsize=None)

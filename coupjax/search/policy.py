@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from coupjax.policies.common import Policy, masked_logits
 from coupjax.search.config import DEFAULT_CONFIG, MODES, SearchConfig, default_config
 from coupjax.search.queue import make_searcher
-from coupjax.search.world_states import raw_key, rollout_policy
+from coupjax.search.sampled_worlds import raw_key, rollout_policy
 
 
 def _full(ids, valid, x, A, fill=0.0):

@@ -73,7 +73,7 @@ import jax.numpy as jnp
 from coupjax import rules
 from coupjax.game import board
 from coupjax.search.config import DEFAULT_CONFIG, SearchConfig, max_legal_actions
-from coupjax.search.world_states import heuristic_value, raw_key, rollout_policy, world_states
+from coupjax.search.sampled_worlds import heuristic_value, raw_key, rollout_policy, world_states
 
 REFILL_DIVISOR = 8  # a step refills at most 1/8 of the lanes (module doc)
 
