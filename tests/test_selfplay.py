@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from coupjax import Env
-from coupjax.inference import load_policy, mlp_apply
+from coupjax.inference import load_policy
+from coupjax.networks import apply_mlp
 from coupjax.testing import check_policy
 from training import checkpoint as C
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
@@ -168,7 +169,7 @@ def test_export_loads_and_passes_check_policy(setup, chunks, tmp_path):
     probs = np.asarray(jax.nn.softmax(seed1(None, state)))
     want = np.asarray(jax.nn.softmax(jnp.where(mask, own, -jnp.inf)))
     np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)  # temperature 1: the policy itself
-    np.testing.assert_allclose(np.asarray(mlp_apply(seed1.params, state.observation, 4)), np.asarray(own),
+    np.testing.assert_allclose(np.asarray(apply_mlp(seed1.params, state.observation, 4)), np.asarray(own),
                                rtol=1e-5, atol=1e-6)
     belief = np.asarray(load_belief(tmp_path / "run")(state.observation))
     assert belief.shape == (3, 5) and ((belief >= 0) & (belief <= 1)).all()

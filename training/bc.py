@@ -9,7 +9,7 @@ Validation holds out whole games (`held_out_games`, also the replication's train
 split): the rows of one game are strongly correlated (the same hands, the same
 history), so a row split would leak each validation game into training.
 
-Two heads on the same observation features (`training.networks.MLP`): ``logreg``
+Two heads on the same observation features (`coupjax.networks.MLP`): ``logreg``
 (multinomial logistic regression: no hidden layer) and ``mlp`` (``hidden_sizes``).
 Both are fitted with Optax AdamW on the cross-entropy of the logged action under the
 masked softmax (illegal actions at -inf), and exported like DQN (``bc_logreg`` /
@@ -30,7 +30,7 @@ from coupjax import rollout
 from coupjax.env import Env
 from coupjax.policies import resolve_policy
 from training.config import BCConfig, config_to_dict, resolve_pool
-from training.networks import init_params, make_network
+from coupjax.networks import init_params, make_network
 
 
 def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
