@@ -13,7 +13,8 @@ recorded observations of the fitting games (`evals.advisor.record`) it fits:
 4. the band (the widest band whose mean F1 is within one bootstrap standard error, over
    games, of no band);
 
-and `write_config` writes them with the fit record to configs/advisor.yaml.
+and `write_config` writes them with the fit record to configs/advisor.yaml, where
+`coupjax.advice.challenge` reads its defaults from (the one copy of the constants).
 """
 from __future__ import annotations
 
@@ -290,14 +291,15 @@ def write_config(path, params: A.AdvisorParams, info: dict) -> None:
         old = yaml.safe_load(Path(path).read_text()) or {}
         keep = {k: old[k] for k in ("belief_ev",) if k in old}
     out = {
-        "description": "Fitted constants of coupjax.advisor (AdvisorParams defaults equal these). Written by "
-                       "`python -m evals.advisor_quality --fit` on a tuning seed (coupjax.seeds.TUNING_SEEDS), which "
-                       "every evaluation refuses.",
-        "params": params_dict(params),
-        "fit": info,
-        **keep,
+        "description": "Fitted constants of coupjax.advice.challenge, stored only here (AdvisorParams' defaults are "
+                       "read from these). Written by `python -m evals.advisor_quality --fit` on a tuning seed "
+                       "(coupjax.seeds.TUNING_SEEDS), which every evaluation refuses.",
+        # the fitted fields at full precision: they are the defaults, not a rounded copy of them
+        "params": {f: v for f, v in params_dict(params).items() if f in A.FITTED_FIELDS},
+        "fit": _plain(info),
+        **_plain(keep),
     }
-    Path(path).write_text(yaml.safe_dump(_plain(out), sort_keys=False, width=110))
+    Path(path).write_text(yaml.safe_dump(out, sort_keys=False, width=110))
 
 
 def _plain(x):
@@ -314,6 +316,7 @@ def _plain(x):
 
 def params_dict(params: A.AdvisorParams) -> dict:
     """`AdvisorParams` as plain JSON/YAML values."""
-    return {f: (list(getattr(params, f)) if isinstance(getattr(params, f), tuple) else float(getattr(params, f)))
+    return {f: ([float(x) for x in getattr(params, f)] if isinstance(getattr(params, f), tuple)
+                else float(getattr(params, f)))
             for f in params.__dataclass_fields__}
 
