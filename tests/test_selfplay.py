@@ -123,6 +123,31 @@ def test_chunks_train_every_seed_and_league(setup, chunks):
     assert (np.take_along_axis(me, np.asarray(tables.primary)[..., None], -1) == 0).all()
 
 
+def test_the_league_plays_the_games_it_played_before(chunks):
+    """The league's games go through `coupjax.rollout.play`; on this key they are the
+    games of the loop that scanned `League.step` before it (pinned figures of both
+    chunks, per training seed)."""
+    _, _, _, (m1, m2) = chunks
+    want = {"games": ([1, 4], [5, 8]), "transitions": ([108, 97], [98, 99]), "stalls": ([0, 0], [0, 0]),
+            "games_vs": ([[0, 1, 0, 1, 1], [2, 1, 2, 1, 3]], [[3, 1, 1, 3, 2], [5, 2, 1, 6, 4]])}
+    for key, (a, b) in want.items():
+        assert np.asarray(m1[key]).tolist() == a and np.asarray(m2[key]).tolist() == b, key
+    np.testing.assert_allclose(np.asarray(m1["entropy"]), [1.1195850, 1.1541619], rtol=1e-5)
+
+
+def test_belief_calibration_records_the_decisions_it_recorded_before():
+    """`evals.belief_calibration.record_decisions` on `League.play`: the policy's 200
+    decisions of this key, pinned as the scanned `League.step` recorded them."""
+    from coupjax.policies import make_policy
+    from evals.belief_calibration import record_decisions
+
+    env = Env(4)
+    obs, truth, valid = record_decisions(env, make_policy("honest", env), {"random": 1.0, "bluffer": 1.0}, 200,
+                                         jax.random.PRNGKey(1), lanes=16)
+    assert obs.shape == (200, env.observation_shape[0])
+    assert (float(obs.sum()), float(truth.sum()), int(valid.sum())) == (9044.0, 662.0, 452)
+
+
 def test_belief_loss_falls(setup, chunks):
     """The calibration is measured on each new rollout before the update: held-out data."""
     _, _, _, (m1, m2) = chunks
