@@ -135,6 +135,19 @@ def test_the_league_plays_the_games_it_played_before(chunks):
     np.testing.assert_allclose(np.asarray(m1["entropy"]), [1.1195850, 1.1541619], rtol=1e-5)
 
 
+@pytest.mark.slow
+def test_the_league_stalls_the_games_it_stalled_before():
+    """With ``pool_margin`` > 0 (pool policies on 10 of 64 games per step) the same games
+    wait as under the scanned `League.step` (pinned).  Quick twin:
+    test_the_league_plays_the_games_it_played_before."""
+    cfg = dict(TINY, num_envs=64, updates_per_chunk=2, num_chunks=1, snapshot_every=1, num_seeds=1,
+               opponents={"random": 1, "honest": 1, "bluffer": 1}, pool_margin=0.3)
+    s = make_train(config_from_dict(cfg))
+    assert [s.league.capacity(m, 64) for m in range(s.league.first_pool, s.league.num_members)] == [10, 10, 10]
+    m = jax.device_get(s.train_chunk(s.init(jax.random.PRNGKey(3)))[1])
+    assert (int(m["stalls"][0]), int(m["games"][0]), int(m["transitions"][0])) == (15, 4, 477)
+
+
 def test_belief_calibration_records_the_decisions_it_recorded_before():
     """`evals.belief_calibration.record_decisions` on `League.play`: the policy's 200
     decisions of this key, pinned as the scanned `League.step` recorded them."""

@@ -21,8 +21,9 @@ pool policy is evaluated on the games whose seat to move it plays.  Under `vmap`
 `lax.switch` evaluates every branch on every game, and ``belief_ev`` costs some thirty
 engine steps, so with ``pool_margin`` z > 0 each pool policy runs on a fixed number of
 gathered games only, ``ceil(B p + z sqrt(B p (1 - p)))`` with p its expected share of
-the decisions; a game beyond that waits one step (counted as a stall; which games wait
-rotates from step to step, `coupjax.rollout`).  With z = 0 every pool policy runs on
+the decisions; a game beyond that waits one step (counted as a stall: the policy serves
+the first games that want it, counted from game 0 at every step; which games wait
+depends on the split of the batch over devices).  With z = 0 every pool policy runs on
 every game.
 
 A game also ends, for training, when no seat of the current network has influence left
@@ -176,8 +177,7 @@ class League:
         split in four: policy, action, engine step, new game).  ``self_policy`` and the K
         ``snapshot_policies``: ``(key, state) -> logits`` of the current network and its
         snapshots, run on every game (a small MLP); a pool policy runs on at most
-        `capacity` games per step (the others wait, counted as stalls; the rollout
-        rotates which).  ``extra(states [B]) -> pytree``: anything the caller wants of each
+        `capacity` games per step (the others wait, counted as stalls; module doc).  ``extra(states [B]) -> pytree``: anything the caller wants of each
         step's games before the step (e.g. the value net's estimates), or None.
         """
         n, B, T = self.n, tables.slot.shape[0], keys.shape[0]
@@ -228,8 +228,10 @@ class League:
             ns = ns.replace(terminated=jnp.zeros_like(ns.terminated), rewards=jnp.zeros_like(ns.rewards))
             won = done & (jnp.take_along_axis(rewards, aux["primary"][:, None], axis=1)[:, 0] > 0)
             row = {**row, "done": done, "rewards": rewards, "primary_won": won}
-            buf = jax.tree.map(lambda b, r: b.at[c.it - 1].set(r), aux["buf"], row)
-            return c._replace(state=ns, seats=jnp.where(done[:, None], f_member, c.seats),
+            buf = jax.tree.map(lambda b, r: b.at[c.key["t"] - 1].set(r), aux["buf"], row)
+            # it = 0: a pool policy serves the first games wanting it, counted from game 0 at
+            # every step (the league's schedule; the rollout would rotate the start)
+            return c._replace(state=ns, seats=jnp.where(done[:, None], f_member, c.seats), it=jnp.int32(0),
                               aux={**aux, "buf": buf, "primary": jnp.where(done, f_primary, aux["primary"])})
 
         carry = {"keys": keys, "t": jnp.int32(0), "new": jax.random.split(keys[0], B)}
