@@ -177,8 +177,13 @@ class League:
         split in four: policy, action, engine step, new game).  ``self_policy`` and the K
         ``snapshot_policies``: ``(key, state) -> logits`` of the current network and its
         snapshots, run on every game (a small MLP); a pool policy runs on at most
-        `capacity` games per step (the others wait, counted as stalls; module doc).  ``extra(states [B]) -> pytree``: anything the caller wants of each
-        step's games before the step (e.g. the value net's estimates), or None.
+        `capacity` games per step (the others wait, counted as stalls; module doc).
+        ``extra(states [B]) -> pytree``: anything the caller wants of each step's games
+        before the step (e.g. the value net's estimates), or None.
+
+        The rollout's carry keeps this step's record row (``tally``, before the step) and
+        completes it in ``reset`` (after it: the end for training, the rewards, the new
+        games), writing row t of a [T, B] buffer.
         """
         n, B, T = self.n, tables.slot.shape[0], keys.shape[0]
         if len(snapshot_policies) != self.num_snapshots:
