@@ -33,7 +33,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coupjax import metrics as M
+from coupjax import metrics
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.beliefs import coupvisor
 from coupjax.beliefs.posterior import exact_posterior
@@ -60,14 +60,9 @@ def record_decisions(env, policy, mix: dict, num_decisions: int, key, lanes: int
     def play(key):
         k_reset, k_run = jax.random.split(key)
         tables = league.reset(k_reset, lanes)
-
-        def step(tables, k):
-            s = tables.state
-            logits = jax.vmap(policy)(jax.random.split(k, lanes), s)
-            tables, rec = league.step(tables, jax.random.fold_in(k, 1), logits, None)
-            return tables, (rec.obs, rec.hands_target, rec.hands_valid, rec.learner)
-
-        return jax.lax.scan(step, tables, jax.random.split(k_run, steps))[1]
+        keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(jax.random.split(k_run, steps))
+        rec = league.play(tables, keys, policy)[1]
+        return rec.obs, rec.hands_target, rec.hands_valid, rec.learner
 
     obs, truth, valid, mine = jax.device_get(play(key))
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731
@@ -96,7 +91,7 @@ def score(probs: dict, truth, valid, claimed) -> dict:
         out[name] = {}
         for subset, m in sel.items():
             y, q = truth[m], np.clip(p[m], 1e-6, 1 - 1e-6)
-            out[name][subset] = {"brier": M.brier(y, q), "ece": M.ece(y, q),
+            out[name][subset] = {"brier": metrics.brier(y, q), "ece": metrics.ece(y, q),
                                  "log_loss": float(-np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))),
                                  "entries": int(m.sum())}
     return out

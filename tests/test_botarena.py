@@ -42,13 +42,13 @@ def good_bots() -> dict:
 def export_dir(tmp_path_factory):
     """A tiny exported DQN with random parameters (as tests/test_policies.py makes one)."""
     from coupjax.env import Env
-    from training import checkpoint as C
-    from training.networks import init_params, make_network
+    from training import checkpoint
+    from coupjax.networks import init_params, make_network
 
     env = Env(4)
     path = tmp_path_factory.mktemp("export") / "tiny"
     params = init_params(make_network(env, (16,)), jax.random.PRNGKey(0), env.observation_shape[0])
-    C.write_export(path, params, kind="dqn", num_players=4, hidden_sizes=(16,), obs_dim=env.observation_shape[0],
+    checkpoint.write_export(path, params, kind="dqn", num_players=4, hidden_sizes=(16,), obs_dim=env.observation_shape[0],
                    num_actions=env.num_actions, temperature=0.0, config={})
     return path
 
