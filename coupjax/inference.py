@@ -20,9 +20,10 @@ reads only ``state.observation`` and ``state.legal_action_mask``:
   cloned policy, or the self-play policy head), divided by the temperature (1 samples
   the policy; 0 is greedy as above).
 
-The network is a plain MLP (ReLU) evaluated here with `jax.numpy`, so this module needs
-nothing from ``training``; its input is the observation multiplied by
-`observation_scale` (documented there), the same function the training network uses.
+The network is `coupjax.networks.MLP`, the module training trains (its input is the
+observation multiplied by `coupjax.networks.observation_scale`): an export is loaded by
+the code that defined it, and this module needs nothing from ``training``.  Flax comes
+with the first `load_policy`, not with ``import coupjax``.
 """
 from __future__ import annotations
 
@@ -34,47 +35,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules as R
-from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax import rules
+from coupjax.game.views import observation_layout
 
 KINDS = ("dqn", "bc_logreg", "bc_mlp", "selfplay")
 POLICY_FILE = "policy.json"
 PARAMS_FILE = "params.msgpack"
 NEVER_LOGIT = float(np.log(1e-30))
-
-
-def observation_scale(num_players: int) -> np.ndarray:
-    """float32[obs]: the factor applied to each observation entry before the network.
-
-    One-hot blocks (own hand, phase, main action, actor, target, claim, blocker, block
-    role) and the alive flag keep scale 1.  Counts are brought to about [0, 1]: drawn
-    cards / 2, coins / 10, hidden cards / 2, revealed cards per role / 2, claims and
-    blocks per role / 3, challenges won and lost / 3, hand renewals / 5, turns / 50;
-    the disproven flags (0/1) keep scale 1.
-    """
-    lay = observation_layout(num_players)
-    scale = np.ones(lay["size"][0], np.float32)
-    start, _ = lay["drawn"]
-    scale[start:start + R.NUM_ROLES] = 0.5
-    per_seat = {"coins": 0.1, "hidden": 0.5, "alive": 1.0, "revealed": 0.5, "claims": 1 / 3, "blocks": 1 / 3,
-                "challenges_won": 1 / 3, "challenges_lost": 1 / 3, "renewals": 0.2, "disproven": 1.0}
-    seat_scale = np.concatenate([np.full(size, per_seat[name], np.float32) for name, size in SEAT_FEATURES])
-    start, shape = lay["seats"]
-    scale[start:start + int(np.prod(shape))] = np.tile(seat_scale, num_players)
-    start, _ = lay["turn"]
-    scale[start] = 1 / 50
-    return scale
-
-
-def mlp_apply(params, obs, num_players: int):
-    """The exported network: scaled obs -> ReLU hidden layers -> out (float32[..., num_actions])."""
-    x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(num_players))
-    i = 0
-    while f"hidden_{i}" in params:
-        layer = params[f"hidden_{i}"]
-        x = jax.nn.relu(x @ jnp.asarray(layer["kernel"]) + jnp.asarray(layer["bias"]))
-        i += 1
-    return x @ jnp.asarray(params["out"]["kernel"]) + jnp.asarray(params["out"]["bias"])
 
 
 def masked_policy_logits(values, mask, temperature: float, log_probs: bool):
@@ -129,7 +96,7 @@ def read_export(path) -> tuple[dict, dict]:
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"corrupt parameter file {str(params_path)!r}: does not match {str(meta_path)!r} "
                          f"({e})") from None
-    if sizes[0] != observation_layout(n)["size"][0] or sizes[-1] != R.num_actions(n):
+    if sizes[0] != observation_layout(n)["size"][0] or sizes[-1] != rules.num_actions(n):
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: obs_dim/num_actions do not fit {n} players")
     return info, params
 
@@ -148,11 +115,14 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
     temp = float(info.get("temperature", 0.0) if temperature is None else temperature)
     if temp < 0:
         raise ValueError(f"temperature must be >= 0, got {temp}")
+    from coupjax.networks import mlp_of
+
     params = jax.tree.map(jnp.asarray, params)
     log_probs = info["kind"] != "dqn"
+    network = mlp_of(params, n)
 
     def values(obs):
-        return mlp_apply(params, obs, n)
+        return network.apply({"params": params}, obs)
 
     def policy(key, state):
         del key

@@ -60,14 +60,9 @@ def record_decisions(env, policy, mix: dict, num_decisions: int, key, lanes: int
     def play(key):
         k_reset, k_run = jax.random.split(key)
         tables = league.reset(k_reset, lanes)
-
-        def step(tables, k):
-            s = tables.state
-            logits = jax.vmap(policy)(jax.random.split(k, lanes), s)
-            tables, rec = league.step(tables, jax.random.fold_in(k, 1), logits, None)
-            return tables, (rec.obs, rec.hands_target, rec.hands_valid, rec.learner)
-
-        return jax.lax.scan(step, tables, jax.random.split(k_run, steps))[1]
+        keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(jax.random.split(k_run, steps))
+        rec = league.play(tables, keys, policy)[1]
+        return rec.obs, rec.hands_target, rec.hands_valid, rec.learner
 
     obs, truth, valid, mine = jax.device_get(play(key))
     flat = lambda x: x.reshape((-1,) + x.shape[2:])  # noqa: E731

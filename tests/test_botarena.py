@@ -43,7 +43,7 @@ def export_dir(tmp_path_factory):
     """A tiny exported DQN with random parameters (as tests/test_policies.py makes one)."""
     from coupjax.env import Env
     from training import checkpoint
-    from training.networks import init_params, make_network
+    from coupjax.networks import init_params, make_network
 
     env = Env(4)
     path = tmp_path_factory.mktemp("export") / "tiny"

@@ -95,7 +95,7 @@ def test_a_checkpoint_under_the_policies_folder_is_an_opponent(world, client):
 
     from coupjax.env import Env
     from training import checkpoint
-    from training.networks import init_params, make_network
+    from coupjax.networks import init_params, make_network
 
     games, policies, _ = world
     env = Env(2)

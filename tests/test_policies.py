@@ -104,7 +104,7 @@ def test_search_with_other_options_passes_check_policy(env, positions4, mode, op
 
 def test_exported_policy_passes_check_policy(env, positions4, tmp_path):
     from training import checkpoint
-    from training.networks import init_params, make_network
+    from coupjax.networks import init_params, make_network
 
     params = init_params(make_network(env, (16,)), jax.random.PRNGKey(0), env.observation_shape[0])
     for kind, temperature in (("dqn", 0.0), ("bc_mlp", 1.0)):

@@ -140,6 +140,16 @@ def test_logged_rows(rows):
         assert (rows["actor_wins"][sel] == (rows["actor"][sel] == w)).all()
 
 
+def test_the_logger_records_the_rows_it_recorded_before():
+    """`make_logger` plays on `coupjax.rollout.play`; on this key its rows are those of
+    the logger's own scan before it (pinned figures)."""
+    d = logs.play(logs.cached_logger(N, TINY.slots, TINY.steps_per_call), jax.random.PRNGKey(7), 12, TINY.slots)
+    assert len(d["action"]) == 1409 and float(d["obs"].sum()) == 99868.0
+    assert [int(np.asarray(d[k]).astype(np.int64).sum()) for k in
+            ("action", "actor", "cf_belief_ev", "cf_random", "coins1", "game_winner")] == \
+        [18636, 2439, 17842, 19214, 14791, -1370]
+
+
 def test_shaped_row_reward_matches_rewards_shaped(rows):
     """Oracle: the actor's coin change + opponents eliminated, up to its next decision
     (training.rewards.shaped on its two views), else to its elimination or the end."""

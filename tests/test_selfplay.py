@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from coupjax import Env
-from coupjax.inference import load_policy, mlp_apply
+from coupjax.inference import load_policy
+from coupjax.networks import apply_mlp
 from coupjax.testing import check_policy
 from training import checkpoint
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
@@ -122,6 +123,44 @@ def test_chunks_train_every_seed_and_league(setup, chunks):
     assert (np.take_along_axis(me, np.asarray(tables.primary)[..., None], -1) == 0).all()
 
 
+def test_the_league_plays_the_games_it_played_before(chunks):
+    """The league's games go through `coupjax.rollout.play`; on this key they are the
+    games of the loop that scanned `League.step` before it (pinned figures of both
+    chunks, per training seed)."""
+    _, _, _, (m1, m2) = chunks
+    want = {"games": ([1, 4], [5, 8]), "transitions": ([108, 97], [98, 99]), "stalls": ([0, 0], [0, 0]),
+            "games_vs": ([[0, 1, 0, 1, 1], [2, 1, 2, 1, 3]], [[3, 1, 1, 3, 2], [5, 2, 1, 6, 4]])}
+    for key, (a, b) in want.items():
+        assert np.asarray(m1[key]).tolist() == a and np.asarray(m2[key]).tolist() == b, key
+    np.testing.assert_allclose(np.asarray(m1["entropy"]), [1.1195850, 1.1541619], rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_league_stalls_the_games_it_stalled_before():
+    """With ``pool_margin`` > 0 (pool policies on 10 of 64 games per step) the same games
+    wait as under the scanned `League.step` (pinned).  Quick twin:
+    test_the_league_plays_the_games_it_played_before."""
+    cfg = dict(TINY, num_envs=64, updates_per_chunk=2, num_chunks=1, snapshot_every=1, num_seeds=1,
+               opponents={"random": 1, "honest": 1, "bluffer": 1}, pool_margin=0.3)
+    s = make_train(config_from_dict(cfg))
+    assert [s.league.capacity(m, 64) for m in range(s.league.first_pool, s.league.num_members)] == [10, 10, 10]
+    m = jax.device_get(s.train_chunk(s.init(jax.random.PRNGKey(3)))[1])
+    assert (int(m["stalls"][0]), int(m["games"][0]), int(m["transitions"][0])) == (15, 4, 477)
+
+
+def test_belief_calibration_records_the_decisions_it_recorded_before():
+    """`evals.belief_calibration.record_decisions` on `League.play`: the policy's 200
+    decisions of this key, pinned as the scanned `League.step` recorded them."""
+    from coupjax.policies import make_policy
+    from evals.belief_calibration import record_decisions
+
+    env = Env(4)
+    obs, truth, valid = record_decisions(env, make_policy("honest", env), {"random": 1.0, "bluffer": 1.0}, 200,
+                                         jax.random.PRNGKey(1), lanes=16)
+    assert obs.shape == (200, env.observation_shape[0])
+    assert (float(obs.sum()), float(truth.sum()), int(valid.sum())) == (9044.0, 662.0, 452)
+
+
 def test_belief_loss_falls(setup, chunks):
     """The calibration is measured on each new rollout before the update: held-out data."""
     _, _, _, (m1, m2) = chunks
@@ -168,7 +207,7 @@ def test_export_loads_and_passes_check_policy(setup, chunks, tmp_path):
     probs = np.asarray(jax.nn.softmax(seed1(None, state)))
     want = np.asarray(jax.nn.softmax(jnp.where(mask, own, -jnp.inf)))
     np.testing.assert_allclose(probs, want, rtol=1e-5, atol=1e-7)  # temperature 1: the policy itself
-    np.testing.assert_allclose(np.asarray(mlp_apply(seed1.params, state.observation, 4)), np.asarray(own),
+    np.testing.assert_allclose(np.asarray(apply_mlp(seed1.params, state.observation, 4)), np.asarray(own),
                                rtol=1e-5, atol=1e-6)
     belief = np.asarray(load_belief(tmp_path / "run")(state.observation))
     assert belief.shape == (3, 5) and ((belief >= 0) & (belief <= 1)).all()

@@ -75,7 +75,7 @@ def test_spec_errors_name_the_problem(env, run, tmp_path):
     with pytest.raises(ValueError, match="no exported policy"):
         selfplay_search.make_selfplay_search(env, tmp_path / "nothing")
     from training import checkpoint
-    from training.networks import init_params, make_network
+    from coupjax.networks import init_params, make_network
 
     params = init_params(make_network(env, (8,)), jax.random.PRNGKey(0), env.observation_shape[0])
     checkpoint.write_export(tmp_path / "dqn", params, kind="dqn", num_players=4, hidden_sizes=(8,),

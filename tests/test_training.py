@@ -15,7 +15,8 @@ import pytest
 
 from coupjax import Env
 from coupjax.game.views import NUM_SEAT_FEATURES
-from coupjax.inference import load_policy, mlp_apply
+from coupjax.inference import load_policy
+from coupjax.networks import apply_mlp
 from training import checkpoint
 from training.buffer import make_replay_buffer
 from training.config import ConfigError, config_from_dict, load_config
@@ -205,7 +206,7 @@ def test_export_load_act(setup, two_chunks, tmp_path):
         mask = np.asarray(state.legal_action_mask)
         assert (~mask).any() and np.isneginf(logits[~mask]).all() and np.isfinite(logits[mask]).all()
         q = np.asarray(setup.network.apply({"params": rs2.params}, state.observation))
-        np.testing.assert_allclose(np.asarray(mlp_apply(pol.params, state.observation, 4)), q, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(apply_mlp(pol.params, state.observation, 4)), q, rtol=1e-5, atol=1e-6)
         assert np.argmax(logits) == np.argmax(np.where(mask, q, -np.inf))
     soft = load_policy(tmp_path / "run", temperature=0.5)(None, state)
     assert np.isneginf(np.asarray(soft)[~mask]).all()
@@ -329,7 +330,7 @@ def test_bc_validation_holds_out_whole_games():
     """Each game's rows share one observation (a one-hot of the game) and one logged action
     drawn per game: a model can only match a validation row by having trained on rows of
     its game.  Held-out games stay at chance; a row split would leak them (match ~1)."""
-    from coupjax.inference import observation_scale
+    from coupjax.networks import observation_scale
     from training.bc import fit, held_out_games, split_rows
 
     env = Env(4)

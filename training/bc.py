@@ -9,7 +9,7 @@ Validation holds out whole games (`held_out_games`, also the replication's train
 split): the rows of one game are strongly correlated (the same hands, the same
 history), so a row split would leak each validation game into training.
 
-Two heads on the same observation features (`training.networks.MLP`): ``logreg``
+Two heads on the same observation features (`coupjax.networks.MLP`): ``logreg``
 (multinomial logistic regression: no hidden layer) and ``mlp`` (``hidden_sizes``).
 Both are fitted with Optax AdamW on the cross-entropy of the logged action under the
 masked softmax (illegal actions at -inf), and exported like DQN (``bc_logreg`` /
@@ -30,7 +30,7 @@ from coupjax import rollout
 from coupjax.env import Env
 from coupjax.policies import resolve_policy
 from training.config import BCConfig, config_to_dict, resolve_pool
-from training.networks import init_params, make_network
+from coupjax.networks import init_params, make_network
 
 
 def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
@@ -186,7 +186,7 @@ def fit(cfg: BCConfig, env: Env, data: dict, key, log=None):
 
 def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) -> dict:
     """Collect, fit, export to ``run_dir/export``; returns the summary (also in summary.json)."""
-    from training import checkpoint as C
+    from training import checkpoint
     from training.runs import evaluate_run, init_wandb
 
     t0 = time.time()
@@ -213,7 +213,7 @@ def run_bc(cfg: BCConfig, run_dir, use_wandb: bool = True, quiet: bool = False) 
     params, history = fit(cfg, env, data, k_fit, log)
     kind = "bc_logreg" if cfg.model == "logreg" else "bc_mlp"
     hidden = () if cfg.model == "logreg" else cfg.hidden_sizes
-    C.write_export(run_dir / "export", params, kind=kind, num_players=env.num_players, hidden_sizes=hidden,
+    checkpoint.write_export(run_dir / "export", params, kind=kind, num_players=env.num_players, hidden_sizes=hidden,
                    obs_dim=env.observation_shape[0], num_actions=env.num_actions,
                    temperature=cfg.export_temperature, config=config_to_dict(cfg), extra={"teachers": list(pool)})
     summary = {"samples": int(len(data["action"])), "collect_seconds": collect_s, "history": history,

@@ -29,22 +29,22 @@ index, so D devices compute what one device computes (up to float rounding).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
 
 import distrax
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
+from coupjax.networks import MLP, init_params, make_network
 from training.buffer import BufferState, ReplayBuffer, make_replay_buffer
 from training.config import DQNConfig, config_to_dict, resolve_pool
 from training.learner import Learner, LearnerState, Transition
-from training.networks import MLP, init_params, make_network
+from training.setup import Setup, default_devices
 
 AXIS = "data"
 
@@ -150,41 +150,12 @@ def apply_update(tx: optax.GradientTransformation, target_update_steps: int, gra
 
 # ------------------------------------------------------------------ the setup
 @dataclasses.dataclass(frozen=True)
-class DQNSetup:
-    config: DQNConfig
-    env: Env
+class DQNSetup(Setup):
+    """`training.setup.Setup` with DQN's pieces."""
+
     learner: Learner
     network: MLP
     buffer: ReplayBuffer
-    optimizer: optax.GradientTransformation
-    mesh: Mesh
-    state_sharding: RunnerState  # NamedSharding per leaf prefix
-    init: Callable
-    train_chunk: Callable
-    train: Callable
-
-    @property
-    def num_devices(self) -> int:
-        return self.mesh.size
-
-    def abstract_state(self):
-        """ShapeDtypeStruct tree (with shardings) of a runner state: the restore target."""
-        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-        return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
-                            self.full_sharding())
-
-    def full_sharding(self):
-        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-        return _broadcast_prefix(self.state_sharding, shapes)
-
-    def put(self, host_state):
-        """Place a host (numpy) runner state on the mesh with its shardings."""
-        return jax.device_put(host_state, self.full_sharding())
-
-
-def _broadcast_prefix(prefix, tree):
-    return jax.tree.map(lambda p, sub: jax.tree.map(lambda _: p, sub), prefix, tree,
-                        is_leaf=lambda x: isinstance(x, NamedSharding))
 
 
 def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
@@ -194,9 +165,7 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
     ``num_envs`` and ``batch_size`` (all of them in the usual case).
     """
     if devices is None:  # all devices, or the most that divide the batch and the game slots evenly
-        devices = jax.devices()
-        D = max(d for d in range(1, len(devices) + 1) if cfg.num_envs % d == 0 and cfg.batch_size % d == 0)
-        devices = devices[:D]
+        devices = default_devices(cfg.num_envs, cfg.batch_size)
     devices = list(devices)
     D = len(devices)
     if cfg.num_envs % D or cfg.batch_size % D:
@@ -308,10 +277,10 @@ def make_train(cfg: DQNConfig, devices=None) -> DQNSetup:
 
 def export_dqn(setup: DQNSetup, params, export_dir):
     """``export_dir``: the Q-network ``params`` of a DQN run (`coupjax.inference`, kind ``dqn``)."""
-    from training import checkpoint as C
+    from training import checkpoint
 
     cfg, env = setup.config, setup.env
-    return C.write_export(export_dir, params, kind="dqn", num_players=env.num_players,
+    return checkpoint.write_export(export_dir, params, kind="dqn", num_players=env.num_players,
                           hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0],
                           num_actions=env.num_actions, temperature=cfg.export_temperature,
                           config=config_to_dict(cfg), extra={"opponents": setup.learner.names})

@@ -1,4 +1,4 @@
-"""The self-play league: who sits at each seat of a batch of tables, and one engine step of them.
+"""The self-play league: who sits at each seat of a batch of tables, and their games.
 
 Members, by index: 0 is the current network (``self``: its decisions are trained on),
 1..K its snapshots (past copies of the policy, a ring refreshed by `training.selfplay`),
@@ -13,15 +13,18 @@ of ``belief_ev``), large c mixed tables.  A new draw is made whenever a game end
 the network meets every member, alone and mixed, and plays against itself and its
 past (which keeps it from cycling) without forgetting how to beat the bots.
 
-`League.step` advances every game by one engine step (`Env.step_autoreset`): the seat
-to move acts with its member's logits.  The network's and the snapshots' logits come
-from the caller (computed for every game: a small MLP); a pool policy is evaluated on
-the games whose seat to move it plays.  Under `vmap` a `lax.switch` evaluates every
-branch on every game, and ``belief_ev`` costs some thirty engine steps, so with
-``pool_margin`` z > 0 each pool policy runs on a fixed number of gathered games only,
-``ceil(B p + z sqrt(B p (1 - p)))`` with p its expected share of the decisions; a game
-beyond that waits one step (counted as a stall; which games wait depends on the split
-of the batch over devices).  With z = 0 every pool policy runs on every game.
+`League.play` advances every game by a number of engine steps (`Env.step_autoreset`)
+on `coupjax.rollout.play`, with the members as the rollout's policies and the tables'
+``member`` as its seats: the seat to move acts with its member's policy.  The network's
+and the snapshots' policies come from the caller (run on every game: a small MLP); a
+pool policy is evaluated on the games whose seat to move it plays.  Under `vmap` a
+`lax.switch` evaluates every branch on every game, and ``belief_ev`` costs some thirty
+engine steps, so with ``pool_margin`` z > 0 each pool policy runs on a fixed number of
+gathered games only, ``ceil(B p + z sqrt(B p (1 - p)))`` with p its expected share of
+the decisions; a game beyond that waits one step (counted as a stall: the policy serves
+the first games that want it, counted from game 0 at every step; which games wait
+depends on the split of the batch over devices).  With z = 0 every pool policy runs on
+every game.
 
 A game also ends, for training, when no seat of the current network has influence left
 (the rest of it would teach nothing): every seat then gets the loser's reward.
@@ -38,7 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from coupjax import rules as R
+from coupjax import rollout
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.game import board
 from coupjax.game.deal import hidden_hands
@@ -72,6 +76,17 @@ class StepRecord:
     present: jnp.ndarray  # bool [M]  members at the table's other seats
     hands_target: jnp.ndarray  # float32 [n-1, 5]  opponent k holds role r (relative seats 1..n-1)
     hands_valid: jnp.ndarray  # bool [n-1]  opponent k holds a hidden card
+    logp: jnp.ndarray  # float32 []  log-probability of the action under its seat's policy (legal actions)
+
+
+ROW_BEFORE = ("obs", "mask", "action", "seat", "learner", "stepped", "present", "hands_target", "hands_valid",
+              "logp", "extra")
+
+
+def masked_log_softmax(logits, mask):
+    """Log-probabilities over the legal actions; illegal ones get about -1e9, not -inf,
+    so that products with their zero probability have zero gradients."""
+    return jax.nn.log_softmax(jnp.where(mask, logits, -1e9))
 
 
 def _tree_where(c, a, b):
@@ -84,7 +99,7 @@ def opponent_hands(state: State, seat):
     hands = hidden_hands(state)
     n = hands.shape[0]
     rel = hands[(seat + jnp.arange(1, n)) % n]  # [n-1, 2]
-    has = (rel[:, :, None] == jnp.arange(R.NUM_ROLES)).any(axis=1)
+    has = (rel[:, :, None] == jnp.arange(rules.NUM_ROLES)).any(axis=1)
     return has.astype(jnp.float32), (rel >= 0).any(axis=1)
 
 
@@ -153,74 +168,93 @@ class League:
         state, member, primary = jax.vmap(lambda s: self._new_game(jax.random.fold_in(key, s)))(slots)
         return Tables(state=state, member=member, primary=primary, slot=slots)
 
-    # ------------------------------------------------------------------ one step
-    def _pool_logits(self, member, keys, states):
-        """(logits float32[B, A] of the pool member at each game's seat to move, served bool[B])."""
-        B = member.shape[0]
-        out = jnp.zeros((B, self.env.num_actions), jnp.float32)
-        served = jnp.zeros(B, bool)
-        for j, policy in enumerate(self.policies):
-            need = member == self.first_pool + j
-            cap = self.capacity(self.first_pool + j, B)
-            if cap >= B:
-                out = jnp.where(need[:, None], jax.vmap(policy)(keys, states), out)
-                served = served | need
-                continue
-            idx = jnp.nonzero(need, size=cap, fill_value=B)[0]
-            take = jnp.minimum(idx, B - 1)
-            sub = jax.tree.map(lambda x: x[take], states)
-            out = out.at[idx].set(jax.vmap(policy)(keys[take], sub), mode="drop")
-            served = served.at[idx].set(True, mode="drop")
-        return out, served
+    # ------------------------------------------------------------------ the games
+    def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None):
+        """``len(keys)`` engine steps of every game on `coupjax.rollout.play`; returns
+        (tables, `StepRecord` with leaves [T, B, ...], ``extra``'s outputs [T, B, ...]).
 
-    def step(self, tables: Tables, key, self_logits, snapshot_logits):
-        """One engine step of every game; returns (tables, StepRecord with leaves [B, ...]).
+        ``keys`` [T]: step t's key (game slot g draws from ``fold_in(keys[t], slot[g])``
+        split in four: policy, action, engine step, new game).  ``self_policy`` and the K
+        ``snapshot_policies``: ``(key, state) -> logits`` of the current network and its
+        snapshots, run on every game (a small MLP); a pool policy runs on at most
+        `capacity` games per step (the others wait, counted as stalls; module doc).
+        ``extra(states [B]) -> pytree``: anything the caller wants of each step's games
+        before the step (e.g. the value net's estimates), or None.
 
-        ``self_logits`` float32[B, A]: the current network's logits at every game's
-        observation; ``snapshot_logits`` float32[K, B, A]: each snapshot's (None when K = 0).
+        The rollout's carry keeps this step's record row (``tally``, before the step) and
+        completes it in ``reset`` (after it: the end for training, the rewards, the new
+        games), writing row t of a [T, B] buffer.
         """
-        n, B = self.n, tables.slot.shape[0]
-        keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, tables.slot)
-        split = jax.vmap(lambda k: jax.random.split(k, 4))(keys)
-        k_pol, k_act, k_env, k_new = (split[:, i] for i in range(4))
-        s = tables.state
-        seat = s.current_player
-        member = jnp.take_along_axis(tables.member, seat[:, None], axis=1)[:, 0]
-        pool, served = self._pool_logits(member, k_pol, s)
-        if self.num_snapshots:
-            which = jnp.clip(member - 1, 0, self.num_snapshots - 1)[None, :, None]
-            snap = jnp.take_along_axis(snapshot_logits, which, axis=0)[0]
-        else:
-            snap = self_logits
-        logits = jnp.where((member == 0)[:, None], self_logits,
-                           jnp.where((member < self.first_pool)[:, None], snap, pool))
-        logits = jnp.where(s.legal_action_mask, logits, -jnp.inf)
-        action = jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
-        stepped = (member < self.first_pool) | served
-        target, valid = jax.vmap(opponent_hands)(s, seat)
+        n, B, T = self.n, tables.slot.shape[0], keys.shape[0]
+        if len(snapshot_policies) != self.num_snapshots:
+            raise ValueError(f"{len(snapshot_policies)} snapshot policies for {self.num_snapshots} snapshots")
 
-        ns = jax.vmap(self.env.step_autoreset)(s, action, k_env)
-        ended = ns.terminated
-        learner_alive = (board.alive(ns) & (tables.member == 0)).any(axis=1)
-        abandoned = ~ended & ~learner_alive
-        done = (ended | abandoned) & stepped
-        lost = jnp.full((B, n), -1.0 / (n - 1), jnp.float32)
-        rewards = jnp.where(done[:, None], jnp.where(ended[:, None], ns.rewards, lost), 0.0)
-        fresh, f_member, f_primary = jax.vmap(self._new_game)(k_new)
-        ns = _tree_where(abandoned, fresh, ns)
-        ns = ns.replace(terminated=jnp.zeros_like(ns.terminated), rewards=jnp.zeros_like(ns.rewards))
-        new_state = _tree_where(stepped, ns, s)
-        new_member = jnp.where(done[:, None], f_member, tables.member)
-        new_primary = jnp.where(done, f_primary, tables.primary)
+        def masked(policy):
+            return lambda k, s: jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)
 
-        others = jnp.arange(n)[None, :] != tables.primary[:, None]
-        present = ((tables.member[:, :, None] == jnp.arange(self.num_members)) & others[:, :, None]).any(axis=1)
-        won = done & (jnp.take_along_axis(rewards, tables.primary[:, None], axis=1)[:, 0] > 0)
-        record = StepRecord(obs=s.observation, mask=s.legal_action_mask, action=action, seat=seat,
-                            learner=(member == 0) & stepped, stepped=stepped, done=done, rewards=rewards,
-                            primary_won=won,
-                            present=present, hands_target=target, hands_valid=valid)
-        return tables.replace(state=new_state, member=new_member, primary=new_primary), record
+        policies = [masked(p) for p in (self_policy, *snapshot_policies, *self.policies)]
+        capacity = [B] * self.first_pool + [self.capacity(m, B) for m in range(self.first_pool, self.num_members)]
+
+        def step_keys(carry, steps, live):
+            k = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(carry["keys"][carry["t"]], tables.slot)
+            split = jax.vmap(lambda x: jax.random.split(x, 4))(k)
+            return {**carry, "t": carry["t"] + 1, "new": split[:, 3]}, (split[:, 0], split[:, 1], split[:, 2])
+
+        def before(c, action, logits, served, primary):
+            """The record's fields known before the step."""
+            s = c.state
+            seat = s.current_player
+            member = jnp.take_along_axis(c.seats, seat[:, None], axis=1)[:, 0]
+            target, valid = jax.vmap(opponent_hands)(s, seat)
+            others = jnp.arange(n)[None, :] != primary[:, None]
+            present = ((c.seats[:, :, None] == jnp.arange(self.num_members)) & others[:, :, None]).any(axis=1)
+            logp = jnp.take_along_axis(masked_log_softmax(logits, s.legal_action_mask), action[:, None], axis=1)
+            return {"obs": s.observation, "mask": s.legal_action_mask, "action": action, "seat": seat,
+                    "learner": (member == 0) & served, "stepped": served, "present": present,
+                    "hands_target": target, "hands_valid": valid, "logp": logp[:, 0],
+                    "extra": None if extra is None else extra(s)}
+
+        def tally(aux, c, action, logits, served):
+            return {**aux, "row": before(c, action, logits, served, aux["primary"])}
+
+        def after(c):
+            """The step's end for training (module doc), its record row, the new games."""
+            aux = c.aux
+            row = aux["row"]
+            stepped, ns = row["stepped"], c.state
+            ended = ns.terminated & stepped
+            learner_alive = (board.alive(ns) & (c.seats == 0)).any(axis=1)
+            abandoned = ~ended & ~learner_alive & stepped
+            done = ended | abandoned
+            lost = jnp.full((B, n), -1.0 / (n - 1), jnp.float32)
+            rewards = jnp.where(done[:, None], jnp.where(ended[:, None], ns.rewards, lost), 0.0)
+            fresh, f_member, f_primary = jax.vmap(self._new_game)(c.key["new"])
+            ns = _tree_where(abandoned, fresh, ns)
+            ns = ns.replace(terminated=jnp.zeros_like(ns.terminated), rewards=jnp.zeros_like(ns.rewards))
+            won = done & (jnp.take_along_axis(rewards, aux["primary"][:, None], axis=1)[:, 0] > 0)
+            row = {**row, "done": done, "rewards": rewards, "primary_won": won}
+            buf = jax.tree.map(lambda b, r: b.at[c.key["t"] - 1].set(r), aux["buf"], row)
+            # it = 0: a pool policy serves the first games wanting it, counted from game 0 at
+            # every step (the league's schedule; the rollout would rotate the start)
+            return c._replace(state=ns, seats=jnp.where(done[:, None], f_member, c.seats), it=jnp.int32(0),
+                              aux={**aux, "buf": buf, "primary": jnp.where(done, f_primary, aux["primary"])})
+
+        carry = {"keys": keys, "t": jnp.int32(0), "new": jax.random.split(keys[0], B)}
+        c0 = rollout.Tables(tables.state, jnp.zeros(B, jnp.int32), carry, tables.member, None, jnp.int32(0))
+        z = jnp.zeros(B, bool)
+        shape = jax.eval_shape(lambda c: {**before(c, jnp.zeros(B, jnp.int32), jnp.zeros((B, self.env.num_actions)),
+                                                   z, tables.primary), "done": z, "primary_won": z,
+                                          "rewards": jnp.zeros((B, n), jnp.float32)}, c0)
+        buf = jax.tree.map(lambda x: jnp.zeros((T,) + x.shape, x.dtype), shape)
+        aux = {"primary": tables.primary, "row": jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                                              {k: v for k, v in shape.items() if k in ROW_BEFORE}),
+               "buf": buf}
+        c, _ = rollout.play(self.env, policies, tables.state, carry, seats=tables.member, num_steps=T,
+                            capacity=capacity, step_keys=step_keys, tally=tally, aux=aux, reset=after,
+                            live=lambda c: jnp.ones(B, bool), step=jax.vmap(self.env.step_autoreset))
+        rec = c.aux["buf"]
+        out = tables.replace(state=c.state, member=c.seats, primary=c.aux["primary"])
+        return out, StepRecord(**{k: v for k, v in rec.items() if k != "extra"}), rec["extra"]
 
     def seat_observations(self, tables: Tables):
         """float32[B, n, obs]: every seat's observation of its game (for bootstrapping)."""

@@ -13,9 +13,10 @@
   the driver's step between chunks, `training.psro`).
 
 One update: every game of the batch takes ``rollout_steps`` engine steps
-(`training.league`: the seat to move acts with its league member's policy); the
-decisions of the current network's seats (one network for every seat) get per-seat
-advantages (GAE over each seat's own decisions; a rollout cut mid-game bootstraps on
+(`training.league.League.play` on `coupjax.rollout`: the seat to move acts with its
+league member's policy); the decisions of the current network's seats (one network
+for every seat) get per-seat advantages (GAE over each seat's own decisions; a rollout
+cut mid-game bootstraps on
 the value of each seat's own view, and an eliminated seat on its known loss); then
 ``num_epochs`` x ``num_minibatches`` Adam steps on
 
@@ -36,9 +37,9 @@ bots as well, and the per-seat update above needs no such assumption.
 The belief head maps the observation to P(relative opponent k holds role r) and is
 trained on the true hands of every decision's game (`coupjax.game.deal.hidden_hands`,
 read inside the loop); the policy reads only the observation.  Three MLPs
-(`training.networks.MLP`): policy, value and belief, or (``belief_hidden_sizes: []``)
-the belief as a second head of the policy MLP (`PolicyWithBelief`), so that its loss
-shapes the policy's features.  The export is the policy MLP (`coupjax.inference`, kind
+(`coupjax.networks.MLP`): policy, value and belief, or (``belief_hidden_sizes: []``)
+the belief as a second head of the policy MLP (`coupjax.networks.PolicyWithBelief`),
+so that its loss shapes the policy's features.  The export is the policy MLP (`coupjax.inference`, kind
 ``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
 
 Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
@@ -51,23 +52,22 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import serialization, struct
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
-from coupjax.inference import mlp_apply, observation_scale
+from coupjax.networks import MLP, PolicyWithBelief, apply_mlp, init_params
 from coupjax.observation import parse
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
-from training.league import League, Tables, member_label
-from training.networks import MLP, init_params
+from training.league import League, Tables, masked_log_softmax, member_label
+from training.setup import Setup, default_devices
 
 AXIS = "data"
 BELIEF_FILE = "belief.msgpack"
@@ -86,30 +86,12 @@ class RunnerState:
     update: jax.Array  # int32 []  updates done
 
 
-class PolicyWithBelief(nn.Module):
-    """The policy MLP with a belief head on its last hidden layer (``belief_hidden_sizes:
-    []``): the belief's loss shapes the policy's features.  Layers ``hidden_i``, ``out``
-    (the policy: exactly `MLP`'s names) and ``belief_out``."""
-
-    num_actions: int
-    num_players: int
-    hidden_sizes: tuple
-    num_belief: int
-
-    @nn.compact
-    def __call__(self, obs):
-        x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(self.num_players))
-        for i, h in enumerate(self.hidden_sizes):
-            x = nn.relu(nn.Dense(int(h), name=f"hidden_{i}")(x))
-        return nn.Dense(self.num_actions, name="out")(x), nn.Dense(self.num_belief, name="belief_out")(x)
-
-
 # ------------------------------------------------------------------ pure pieces
 def belief_probs(belief_params, obs, num_players: int):
     """float32[n-1, 5]: the learned P(relative opponent k holds role r) from one
     observation; 0 for a seat with no hidden card."""
     n = num_players
-    logits = mlp_apply(belief_params, obs, n).reshape(n - 1, rules.NUM_ROLES)
+    logits = apply_mlp(belief_params, obs, n).reshape(n - 1, rules.NUM_ROLES)
     return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
 
 
@@ -183,44 +165,15 @@ def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_e
             "clip_frac": _wmean((jnp.abs(ratio - 1) > clip_eps).astype(jnp.float32), w)}
 
 
-def masked_log_softmax(logits, mask):
-    """Log-probabilities over the legal actions; illegal ones get about -1e9, not -inf,
-    so that products with their zero probability have zero gradients."""
-    return jax.nn.log_softmax(jnp.where(mask, logits, -1e9))
-
-
 # ------------------------------------------------------------------ the setup
 @dataclasses.dataclass(frozen=True)
-class SelfPlaySetup:
-    config: SelfPlayConfig
-    env: Env
+class SelfPlaySetup(Setup):
+    """`training.setup.Setup` with self-play's pieces."""
+
     league: League
     policy_logits: Callable  # (policy params, obs) -> logits
     belief_logits: Callable  # (params, obs) -> float32[..., n-1, 5] logits
     value_net: MLP
-    optimizer: optax.GradientTransformation
-    mesh: Mesh
-    state_sharding: RunnerState
-    init: Callable
-    train_chunk: Callable
-    train: Callable
-
-    @property
-    def num_devices(self) -> int:
-        return self.mesh.size
-
-    def full_sharding(self):
-        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-        return jax.tree.map(lambda p, sub: jax.tree.map(lambda _: p, sub), self.state_sharding, shapes,
-                            is_leaf=lambda x: isinstance(x, NamedSharding))
-
-    def abstract_state(self):
-        shapes = jax.eval_shape(self.init, jax.random.PRNGKey(0))
-        return jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh), shapes,
-                            self.full_sharding())
-
-    def put(self, host_state):
-        return jax.device_put(host_state, self.full_sharding())
 
     def flatten_metrics(self, m: dict) -> dict:
         """Chunk metrics (leaves [S] per seed) -> scalars for logs: the mean over seeds,
@@ -249,8 +202,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     """Everything for a self-play run of ``cfg`` on ``devices`` (default: the most of
     `jax.devices()` that divide ``num_envs``)."""
     if devices is None:
-        devices = jax.devices()
-        devices = devices[:max(d for d in range(1, len(devices) + 1) if cfg.num_envs % d == 0)]
+        devices = default_devices(cfg.num_envs)
     devices = list(devices)
     D = len(devices)
     if cfg.num_envs % D or (cfg.num_envs // D * cfg.rollout_steps) % cfg.num_minibatches:
@@ -317,16 +269,14 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         log-probability of the action taken, its value and its advantage at every step
         (its own seats' decisions only count)."""
 
-        def env_step(tables, k):
-            obs = tables.state.observation
-            logits = policy_logits(rs.params["policy"], obs)
-            values = value_net.apply({"params": rs.params["value"]}, obs)[:, 0]
-            snaps = jax.vmap(policy_logits, in_axes=(0, None))(rs.snapshots, obs)
-            tables, rec = league.step(tables, k, logits, snaps)
-            logp = jnp.take_along_axis(masked_log_softmax(logits, rec.mask), rec.action[:, None], axis=-1)[:, 0]
-            return tables, (rec, logp, values)
+        def net(params):
+            return lambda k, s: policy_logits(params, s.observation)
 
-        tables, (rec, logp, values) = jax.lax.scan(env_step, rs.tables, jax.random.split(key, T))
+        snaps = [net(jax.tree.map(lambda x: x[k], rs.snapshots)) for k in range(K)]
+        values_of = lambda s: value_net.apply({"params": rs.params["value"]}, s.observation)[:, 0]  # noqa: E731
+        tables, rec, values = league.play(rs.tables, jax.random.split(key, T), net(rs.params["policy"]), snaps,
+                                          extra=values_of)
+        logp = rec.logp
         seat_obs = league.seat_observations(tables)
         boot = jnp.where(league.alive(tables), value_net.apply({"params": rs.params["value"]}, seat_obs)[..., 0],
                          lost)

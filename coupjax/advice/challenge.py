@@ -95,8 +95,8 @@ q_honest/q_bluff of action and block claims (grid; calibrated log loss), both
 calibration maps, then ``alpha, v_last, coin_threat`` (grid; the highest mean F1 of the
 exact advisor over the two conditions with a false-challenge share <= 0.15 in each;
 alpha <= 1) and the band (the widest band whose mean F1 is within one bootstrap
-standard error of no band).  The fitted values are the `AdvisorParams` defaults and
-live in configs/advisor.yaml with the fitting seed and game counts.  The F1 objective
+standard error of no band).  The fitted values are stored once, in configs/advisor.yaml
+(``params``, with the fitting seed and game counts), and are the `AdvisorParams` defaults.  The F1 objective
 drives alpha to its bound 1.0: F1 rewards catching bluffs more than the value of a
 card does.  Played for real, that eagerness loses games -- belief_ev challenges with
 its own play constants (`coupjax.policies.belief_ev.PLAY_OVERRIDES`), and the one
@@ -140,45 +140,62 @@ _BLOCK_KIND = np.full(rules.NUM_ROLES, -1, np.int32)
 _BLOCK_KIND[[rules.DUKE, rules.CONTESSA, rules.CAPTAIN, rules.AMBASSADOR]] = [4, 5, 6, 7]
 
 
+FITTED_FIELDS = ("alpha", "v_last", "coin_threat", "band", "q_honest_action", "q_bluff_action",
+                 "q_honest_block", "q_bluff_block", "cal_scale", "cal_shift", "cal_weights", "cv_cal_scale",
+                 "cv_cal_shift", "cv_cal_weights")
+
+
+def _read_params(path) -> dict:
+    """The ``params`` mapping of an advisor YAML (floats; lists as tuples)."""
+    import yaml
+
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    conv = lambda v: tuple(float(x) for x in v) if isinstance(v, (list, tuple)) else float(v)  # noqa: E731
+    return {k: conv(v) for k, v in data["params"].items()}
+
+
+# The fitted constants: stored once, in the shipped advisor.yaml (its ``params``, written
+# by the fit with its record); `AdvisorParams`' defaults for `FITTED_FIELDS` are these.
+FITTED = _read_params(config_path("advisor.yaml"))
+if set(FITTED) != set(FITTED_FIELDS):
+    raise RuntimeError(f"advisor.yaml params must be exactly {FITTED_FIELDS}, not {sorted(FITTED)}")
+
+
 @struct.dataclass
 class AdvisorParams:
     """Value model, band, threshold limits, and the beliefs' claim model and calibration.
-    Defaults = the fitted values in configs/advisor.yaml (fitted: `FITTED_FIELDS`)."""
+    Defaults of the fitted fields (`FITTED_FIELDS`) = the ``params`` of advisor.yaml."""
 
-    alpha: float = 1.0  # weight of harm done to an opponent (fitted; grid bound 1.0)
+    alpha: float = FITTED["alpha"]  # weight of harm done to an opponent (grid bound 1.0)
     v_one: float = 1.0  # losing one of two cards (the unit)
-    v_last: float = 1.25  # losing the last card (elimination) (fitted)
+    v_last: float = FITTED["v_last"]  # losing the last card (elimination)
     coin: float = 1.0 / 7.0  # a coin, in cards (a coup costs 7)
-    coin_threat: float = 0.25  # added to G when the claim takes the claimant to 7+ coins (fitted)
+    coin_threat: float = FITTED["coin_threat"]  # added to G when the claim takes the claimant to 7+ coins
     exchange_value: float = 1.0 / 7.0  # what an exchange is worth to its actor (cards)
-    band: float = 0.02  # margin band around theta (fitted)
+    band: float = FITTED["band"]  # margin band around theta
     theta_min: float = 0.01
     theta_max: float = 0.99
-    # exact posterior claim likelihoods (PosteriorParams; only the ratios matter: 2.0 and 2.0, fitted)
-    q_honest_action: float = 2.0 / 3.0
-    q_bluff_action: float = 1.0 / 3.0
-    q_honest_block: float = 2.0 / 3.0
-    q_bluff_block: float = 1.0 / 3.0
-    # calibration map of the exact belief (fitted; identity = scale 1, shift 0, weights 0):
+    # exact posterior claim likelihoods (PosteriorParams; only the ratios matter)
+    q_honest_action: float = FITTED["q_honest_action"]
+    q_bluff_action: float = FITTED["q_bluff_action"]
+    q_honest_block: float = FITTED["q_honest_block"]
+    q_bluff_block: float = FITTED["q_bluff_block"]
+    # calibration map of the exact belief (identity = scale 1, shift 0, weights 0):
     # logit p' = cal_scale[kind] * logit p + cal_shift[kind] + cal_weights . calibration_features
-    cal_scale: tuple = (1.048006, 1.132566, 1.430127, 1.470596, 0.988922, 1.618739, 1.392189, 1.573196)
-    cal_shift: tuple = (2.078753, 3.025545, 1.465207, 0.620715, 1.974689, 2.636918, 2.49932, 2.125248)
-    cal_weights: tuple = (-0.516725, -0.574267, -0.005208, 0.054856, 0.455586, 0.030166,
-                          0.105362, -0.086416, -0.543365, -0.005975, 0.009655)
-    # the same map for the CoupVisor belief (fitted)
-    cv_cal_scale: tuple = (1.167062, 1.78794, 1.963763, 2.074148, 1.287265, 1.951665, 2.071536, 2.057151)
-    cv_cal_shift: tuple = (2.02716, 2.938999, 1.600263, 0.439245, 2.125448, 2.409079, 2.86159, 2.141553)
-    cv_cal_weights: tuple = (-0.785464, -0.674907, 0.033881, 1.659311, 0.503233, -0.191241,
-                             0.246438, 0.222071, -0.319113, -0.083742, -0.046431)
+    cal_scale: tuple = FITTED["cal_scale"]
+    cal_shift: tuple = FITTED["cal_shift"]
+    cal_weights: tuple = FITTED["cal_weights"]
+    # the same map for the CoupVisor belief
+    cv_cal_scale: tuple = FITTED["cv_cal_scale"]
+    cv_cal_shift: tuple = FITTED["cv_cal_shift"]
+    cv_cal_weights: tuple = FITTED["cv_cal_weights"]
 
     def posterior_params(self) -> POST.PosteriorParams:
         return POST.PosteriorParams(self.q_honest_action, self.q_bluff_action, self.q_honest_block,
                                     self.q_bluff_block)
 
 
-FITTED_FIELDS = ("alpha", "v_last", "coin_threat", "band", "q_honest_action", "q_bluff_action",
-                 "q_honest_block", "q_bluff_block", "cal_scale", "cal_shift", "cal_weights", "cv_cal_scale",
-                 "cv_cal_shift", "cv_cal_weights")
 CAL_FEATURES = ("log1p_table_challenges", "claimant_challenges_lost", "claimant_challenges_won", "turn_over_50",
                 "claimant_one_card", "claimant_renewals", "revealed_cards", "claimant_coins_over_7",
                 "claimant_roles_claimed", "claimant_other_claims", "observer_one_card")
@@ -188,12 +205,7 @@ NUM_CAL_FEATURES = len(CAL_FEATURES)
 def load_params(path=None) -> AdvisorParams:
     """AdvisorParams from the ``params`` mapping of a YAML file (default: the fitted
     ``advisor.yaml`` shipped with the package; unknown keys raise)."""
-    import yaml
-
-    with open(config_path("advisor.yaml") if path is None else path) as f:
-        data = yaml.safe_load(f)
-    conv = lambda v: tuple(float(x) for x in v) if isinstance(v, (list, tuple)) else float(v)  # noqa: E731
-    return AdvisorParams(**{k: conv(v) for k, v in data["params"].items()})
+    return AdvisorParams(**(FITTED if path is None else _read_params(path)))
 
 
 # ---------------------------------------------------------------- context

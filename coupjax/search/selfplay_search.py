@@ -30,7 +30,7 @@ Options after the directory (comma-separated ``key=value``): ``mode`` (``regular
 The export (`coupjax.inference`, kind ``selfplay``): the policy MLP; ``belief_file``
 (an MLP: observation -> logits of P(relative opponent k holds role r), [n-1, 5]) and,
 when present, ``value_file`` (an MLP: observation -> the seat's value on the reward
-scale), each with its ``*_hidden_sizes``, all evaluated with `inference.mlp_apply`.
+scale), each with its ``*_hidden_sizes``, all evaluated with `coupjax.networks.apply_mlp`.
 Everything reads the observation of the seat to move (the searched worlds are sampled
 from it), so the policy passes `coupjax.testing.check_policy`.
 """
@@ -46,7 +46,8 @@ import jax.numpy as jnp
 from coupjax import rules
 from coupjax.beliefs import posterior
 from coupjax.game import board
-from coupjax.inference import load_policy, mlp_apply, read_export, read_msgpack
+from coupjax.inference import load_policy, read_export, read_msgpack
+from coupjax.networks import apply_mlp
 from coupjax.policies.common import Policy
 from coupjax.search.config import DEFAULT_CONFIG, MODES
 from coupjax.search.policy import make_search_policy
@@ -93,7 +94,7 @@ def load_learned_belief(path):
     n = int(info["num_players"])
 
     def belief(obs):
-        logits = mlp_apply(params, obs, n).reshape(n - 1, rules.NUM_ROLES)
+        logits = apply_mlp(params, obs, n).reshape(n - 1, rules.NUM_ROLES)
         return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
 
     return belief
@@ -105,7 +106,7 @@ def load_value(path):
     if params is None:
         return None
     n = int(info["num_players"])
-    return lambda obs: mlp_apply(params, obs, n)[..., 0]
+    return lambda obs: apply_mlp(params, obs, n)[..., 0]
 
 
 # ------------------------------------------------------------------ worlds and cut values

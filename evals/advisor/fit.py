@@ -13,7 +13,8 @@ recorded observations of the fitting games (`evals.advisor.record`) it fits:
 4. the band (the widest band whose mean F1 is within one bootstrap standard error, over
    games, of no band);
 
-and `write_config` writes them with the fit record to configs/advisor.yaml.
+and `write_config` writes them with the fit record to configs/advisor.yaml, where
+`coupjax.advice.challenge` reads its defaults from (the one copy of the constants).
 """
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import metrics as M
-from coupjax.advice import challenge as A
-from coupjax.beliefs import coupvisor as B
-from coupjax.beliefs import posterior as POST
+from coupjax import metrics
+from coupjax.advice import challenge
+from coupjax.beliefs import coupvisor
+from coupjax.beliefs import posterior
 from evals.advisor.record import NUM_PLAYERS
 from evals.advisor.score import rows_apply
 
@@ -43,15 +44,15 @@ FIT_ROWS = 40000  # rows per condition used for the likelihood-ratio grid (all r
 
 
 def _facts_one(o):
-    ctx = A.challenge_context(o, NUM_PLAYERS)
+    ctx = challenge.challenge_context(o, NUM_PLAYERS)
     v = ctx.pop("view")
-    return dict(ctx, features=A.calibration_features(v, ctx["claimant"], ctx["role"]))
+    return dict(ctx, features=challenge.calibration_features(v, ctx["claimant"], ctx["role"]))
 
 
 # Built once, so repeated calls (every grid point of --fit) reuse one compilation per shape.
 _facts_rows = jax.jit(jax.vmap(_facts_one))
 _p_raw_rows = jax.jit(jax.vmap(
-    lambda o, qq: POST.claim_truth_probabilities(o, NUM_PLAYERS, POST.PosteriorParams(*qq)), in_axes=(0, None)))
+    lambda o, qq: posterior.claim_truth_probabilities(o, NUM_PLAYERS, posterior.PosteriorParams(*qq)), in_axes=(0, None)))
 
 
 def _facts(obs):
@@ -65,7 +66,7 @@ def _p_raw(obs, facts, q):
 
 
 def _design(z, kind, feats):
-    onehot = np.eye(A.NUM_KINDS)[kind]
+    onehot = np.eye(challenge.NUM_KINDS)[kind]
     return np.concatenate([onehot * z[:, None], onehot, feats], axis=1)
 
 
@@ -78,7 +79,7 @@ def fit_calibration(p_raw, kind, feats, label, weight, ridge: float = 1e-3, iter
     X = _design(np.log(q / (1 - q)), kind[keep], feats[keep])
     t = (~label[keep]).astype(np.float64)
     w = weight[keep] / weight[keep].mean()
-    K = A.NUM_KINDS
+    K = challenge.NUM_KINDS
     beta = np.concatenate([np.ones(K), np.zeros(K), np.zeros(X.shape[1] - 2 * K)])
     reg = np.full(X.shape[1], ridge)
     reg[:K] = 0.0  # scales and shifts unpenalised
@@ -99,7 +100,7 @@ def fit_calibration(p_raw, kind, feats, label, weight, ridge: float = 1e-3, iter
 
 @jax.jit
 def _theta_rows(context, me_hidden, claimant_hidden, threat, stake, params):
-    return A.threshold_parts(context, me_hidden == 1, claimant_hidden == 1, threat, stake, params)["theta"]
+    return challenge.threshold_parts(context, me_hidden == 1, claimant_hidden == 1, threat, stake, params)["theta"]
 
 
 CONDITION_SHARES = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)  # weight of the first condition in the calibration fit
@@ -154,7 +155,7 @@ def fit_constants(records: dict, seed: int, games: int, log=print):
     #    conditions; their weights are chosen to minimise the worst per-condition calibration
     #    error (ECE) held out by 2-fold cross-validation over games.
     pr = {c: _p_raw(obs[c], facts[c], q) for c in conds}
-    cv = jax.jit(jax.vmap(lambda o: B.claim_truth_probabilities(o, NUM_PLAYERS)))
+    cv = jax.jit(jax.vmap(lambda o: coupvisor.claim_truth_probabilities(o, NUM_PLAYERS)))
     cv_raw = {}
     for c in conds:
         table = rows_apply(cv, obs[c])
@@ -182,7 +183,7 @@ def fit_constants(records: dict, seed: int, games: int, log=print):
                 for c in conds:
                     te = ~tr[c]
                     pc = _apply_map(raw[c][te], facts[c]["kind"][te], facts[c]["features"][te], m)
-                    eces[c].append(M.ece(label[c][te], 1 - pc))
+                    eces[c].append(metrics.ece(label[c][te], 1 - pc))
             held = {c: float(np.mean(v)) for c, v in eces.items()}
             log(f"  {name} calibration, {conds[0]} share {share0}: held-out ece "
                 f"{dict((k, round(v, 4)) for k, v in held.items())}")
@@ -197,23 +198,23 @@ def fit_constants(records: dict, seed: int, games: int, log=print):
     (scale, shift, wts, loss), share_ex, _ = fit_map(pr, "exact")
     (cv_scale, cv_shift, cv_wts, cv_loss), share_cv, _ = fit_map(cv_raw, "coupvisor")
     tup = lambda x: tuple(float(v) for v in x)  # noqa: E731
-    base = A.AdvisorParams(q_honest_action=q[0], q_bluff_action=q[1], q_honest_block=q[2], q_bluff_block=q[3],
+    base = challenge.AdvisorParams(q_honest_action=q[0], q_bluff_action=q[1], q_honest_block=q[2], q_bluff_block=q[3],
                            cal_scale=tup(scale), cal_shift=tup(shift), cal_weights=tup(wts),
                            cv_cal_scale=tup(cv_scale), cv_cal_shift=tup(cv_shift), cv_cal_weights=tup(cv_wts))
-    cal = jax.jit(jax.vmap(lambda p, k, f: A.calibrate(p, k, f, base)))
+    cal = jax.jit(jax.vmap(lambda p, k, f: challenge.calibrate(p, k, f, base)))
     p_cal = {c: np.where(pr[c] <= 0, 0.0, np.asarray(cal(pr[c], facts[c]["kind"], facts[c]["features"])))
              for c in conds}
     # hard impossibilities (visible copies) are exact zeros in the advisor
     for c in conds:
-        log(f"  calibrated {c}: ece {M.ece(label[c], 1 - p_cal[c]):.4f}, auc {M.roc_auc(label[c], 1 - p_cal[c]):.4f}")
+        log(f"  calibrated {c}: ece {metrics.ece(label[c], 1 - p_cal[c]):.4f}, auc {metrics.roc_auc(label[c], 1 - p_cal[c]):.4f}")
 
     # 3. value constants: best mean F1 with the false-challenge share <= FCS_LIMIT in every condition
     def score(params):
         f1s, fcs = [], []
         for c in conds:
             ch = _decide(facts[c], p_cal[c], params)
-            cf = M.confusion(label[c], ch)
-            f1s.append(M.precision_recall_f1(label[c], ch)["f1"])
+            cf = metrics.confusion(label[c], ch)
+            f1s.append(metrics.precision_recall_f1(label[c], ch)["f1"])
             fcs.append(cf["fp"] / len(ch))
         return float(np.mean(f1s)), max(fcs), f1s, fcs
 
@@ -242,7 +243,7 @@ def fit_constants(records: dict, seed: int, games: int, log=print):
     info = {
         "seed": seed, "games_per_condition": games, "conditions": conds,
         "claims": {c: int(len(label[c])) for c in conds},
-        "likelihood_ratio_grid": grid, "calibration_features": list(A.CAL_FEATURES),
+        "likelihood_ratio_grid": grid, "calibration_features": list(challenge.CAL_FEATURES),
         "calibration_log_loss": {"exact": loss, "coupvisor": cv_loss},
         "calibration_condition_share": {"exact": {conds[0]: share_ex}, "coupvisor": {conds[0]: share_cv}},
         "objective": f"mean F1 of the exact advisor over the conditions, false_challenge_share <= {FCS_LIMIT} in each; "
@@ -280,7 +281,7 @@ def _f1_standard_error(facts, p_cal, label, params, records, boots: int = 200):
     return float(np.std(vals))
 
 
-def write_config(path, params: A.AdvisorParams, info: dict) -> None:
+def write_config(path, params: challenge.AdvisorParams, info: dict) -> None:
     """Write the fitted params and the fit record; a ``belief_ev`` section already in the
     file (belief_ev's play constants and how they were chosen) is kept."""
     import yaml
@@ -290,14 +291,15 @@ def write_config(path, params: A.AdvisorParams, info: dict) -> None:
         old = yaml.safe_load(Path(path).read_text()) or {}
         keep = {k: old[k] for k in ("belief_ev",) if k in old}
     out = {
-        "description": "Fitted constants of coupjax.advisor (AdvisorParams defaults equal these). Written by "
-                       "`python -m evals.advisor_quality --fit` on a tuning seed (coupjax.seeds.TUNING_SEEDS), which "
-                       "every evaluation refuses.",
-        "params": params_dict(params),
-        "fit": info,
-        **keep,
+        "description": "Fitted constants of coupjax.advice.challenge, stored only here (AdvisorParams' defaults are "
+                       "read from these). Written by `python -m evals.advisor_quality --fit` on a tuning seed "
+                       "(coupjax.seeds.TUNING_SEEDS), which every evaluation refuses.",
+        # the fitted fields at full precision: they are the defaults, not a rounded copy of them
+        "params": {f: v for f, v in params_dict(params).items() if f in challenge.FITTED_FIELDS},
+        "fit": _plain(info),
+        **_plain(keep),
     }
-    Path(path).write_text(yaml.safe_dump(_plain(out), sort_keys=False, width=110))
+    Path(path).write_text(yaml.safe_dump(out, sort_keys=False, width=110))
 
 
 def _plain(x):
@@ -312,8 +314,9 @@ def _plain(x):
     return x
 
 
-def params_dict(params: A.AdvisorParams) -> dict:
+def params_dict(params: challenge.AdvisorParams) -> dict:
     """`AdvisorParams` as plain JSON/YAML values."""
-    return {f: (list(getattr(params, f)) if isinstance(getattr(params, f), tuple) else float(getattr(params, f)))
+    return {f: ([float(x) for x in getattr(params, f)] if isinstance(getattr(params, f), tuple)
+                else float(getattr(params, f)))
             for f in params.__dataclass_fields__}
 

@@ -16,9 +16,8 @@ only on the games whose seat to move it plays, in compacted batches) through a f
 number of slots, a slot taking the next game when its game ends, and appends at every
 scored decision (up to `MAX_SCORED` per game; overflow is counted and reported) the
 observation (int16), the label, the claim kind and the step index to one flat buffer.
-Each game keeps the key chain of `make_recorder` (the plain vmapped loop, kept as the
-reference), so both record the same claims of the same games; the queue is about 5x
-faster (`python -m evals.report.bench`); given several devices (one per CPU core, see
+Each game splits its own key at each of its steps, so its claims do not depend on the
+slots or the schedule; given several devices (one per CPU core, see
 `coupjax.devices`) it cuts each call's games into one part per device.  The advisor runs
 afterwards on the recorded rows (`evals.advisor.score`): the posterior costs about 5x
 a bot step, and in the loop it would run at every step, not only at the ~30 % of steps
@@ -26,8 +25,6 @@ that are scored decisions.  This loop records claims; it counts no results (the
 arena's `coupjax.seat_tables` is the one place that does).
 """
 from __future__ import annotations
-
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -62,54 +59,6 @@ def scored_decision(s, num_players: int):
     scored = ctx["decision"] & first & ~s.terminated
     claimant = (s.current_player + ctx["claimant"]) % n
     return scored, claimant, ctx["role"], ctx["kind"]
-
-
-def make_recorder(env: Env, policy_list, max_steps: int = MAX_STEPS, max_scored: int = MAX_SCORED):
-    """Jitted ``record(key, seat_policy_index int32[B, n]) -> dict`` (module doc).
-
-    Returned arrays: ``obs`` int16[B, K, obs], ``label`` bool[B, K] (bluff), ``kind``
-    int32[B, K], ``step`` int32[B, K], ``count`` int32[B] (scored decisions, may exceed
-    K: overflow), ``steps`` int32[B], ``finished`` bool[B].
-    """
-    policies = list(policy_list)
-    n = env.num_players
-    K = max_scored
-    obs_size = env.observation_shape[0]
-
-    decide = functools.partial(scored_decision, num_players=n)
-
-    def one(key, seat_idx):
-        k_init, key = jax.random.split(key)
-        state = env.init(k_init)
-        bufs = dict(obs=jnp.zeros((K, obs_size), jnp.int16), label=jnp.zeros(K, bool),
-                    kind=jnp.full(K, -1, jnp.int32), step=jnp.full(K, -1, jnp.int32))
-
-        def keys(k, steps, live):  # the game's key split at each of its steps
-            k, k_pol, k_act, k_step = jax.random.split(k[0], 4)
-            return k[None], (k_pol[None], k_act[None], k_step[None])
-
-        def log(aux, c, a, logits, served):
-            b, count = aux
-            s, t = jax.tree.map(lambda x: x[0], c.state), c.steps[0]
-            scored, claimant, role, kind = decide(s)
-            # GROUND TRUTH (recorder only): does the claimant's hidden hand hold the role?
-            bluff = ~jnp.any(hidden_hands(s)[claimant] == role)
-            i = jnp.minimum(count, K - 1)
-            w = scored & (count < K)
-            b = dict(
-                obs=b["obs"].at[i].set(jnp.where(w, jnp.round(s.observation).astype(jnp.int16), b["obs"][i])),
-                label=b["label"].at[i].set(jnp.where(w, bluff, b["label"][i])),
-                kind=b["kind"].at[i].set(jnp.where(w, kind, b["kind"][i])),
-                step=b["step"].at[i].set(jnp.where(w, t, b["step"][i])),
-            )
-            return b, count + scored
-
-        c, _ = rollout.play(env, policies, jax.tree.map(lambda x: x[None], state), key[None], seats=seat_idx[None],
-                            limit=max_steps, step_keys=keys, tally=log, aux=(bufs, jnp.int32(0)))
-        state, steps, (bufs, count) = jax.tree.map(lambda x: x[0], c.state), c.steps[0], c.aux
-        return dict(bufs, count=count, steps=steps, finished=state.terminated)
-
-    return jax.jit(lambda key, idx: jax.vmap(one)(jax.random.split(key, idx.shape[0]), idx))
 
 
 class QueueRecorder:
@@ -263,50 +212,19 @@ def game_keys_of(k_play, games: int, chunk: int):
     return np.asarray(keys).reshape(chunks * chunk, -1)[:games]
 
 
-def flatten_records(rec) -> dict:
-    """Host-side: the valid scored rows of a recorder output, flattened (NumPy); ``game``
-    is the row's game index within the batch."""
-    rec = {k: np.asarray(v) for k, v in rec.items()}
-    B, K = rec["label"].shape
-    valid = np.arange(K)[None, :] < np.minimum(rec["count"], K)[:, None]
-    game = np.broadcast_to(np.arange(B)[:, None], (B, K))
-    return {"obs": rec["obs"][valid].astype(np.float32), "label": rec["label"][valid], "kind": rec["kind"][valid],
-            "step": rec["step"][valid], "game": game[valid]}
-
-
 def play_condition(recorder, key, condition: str, games: int, chunk: int, progress=None, task=None) -> dict:
-    """Play ``games`` games of ``condition`` (``recorder``: a `QueueRecorder`, or
-    `make_recorder`'s function playing chunks of ``chunk`` games); return the flattened
-    records plus ``overflow``, ``unfinished`` and ``games``.  Game g's key depends on
-    ``chunk`` (`game_keys_of`), so both recorders record the same games."""
+    """Play ``games`` games of ``condition`` with a `QueueRecorder`; return its records
+    plus ``overflow``, ``unfinished`` and ``games``.  Game g's key depends on ``chunk``
+    (`game_keys_of`)."""
     k_seats, k_play = jax.random.split(key)
     seats = np.asarray(seat_tables.draw_seats(k_seats, condition, games, NUM_PLAYERS))
-    if isinstance(recorder, QueueRecorder):
-        rec = recorder(game_keys_of(k_play, games, chunk), seats)
-        out = {k: rec[k] for k in ("label", "kind", "step", "game")}
-        out["obs"] = rec["obs"].astype(np.float32)
-        out["overflow"] = int(np.maximum(rec["count"] - MAX_SCORED, 0).sum())
-        out["unfinished"], out["games"] = int((~rec["finished"]).sum()), games
-        if progress is not None:
-            progress.advance(task, games)
-        return out
-    parts, overflow, unfinished = [], 0, 0
-    for c, start in enumerate(range(0, games, chunk)):
-        idx = seats[start:start + chunk]
-        size = idx.shape[0]
-        if size < chunk:  # pad to one compiled shape; padded games are dropped
-            idx = np.concatenate([idx, np.repeat(idx[-1:], chunk - size, axis=0)])
-        rec = recorder(jax.random.fold_in(k_play, c), jnp.asarray(idx))
-        rec = jax.tree.map(lambda x: np.asarray(x)[:size], rec)
-        overflow += int(np.maximum(rec["count"] - MAX_SCORED, 0).sum())
-        unfinished += int((~rec["finished"]).sum())
-        flat = flatten_records(rec)
-        flat["game"] = flat["game"] + start
-        parts.append(flat)
-        if progress is not None:
-            progress.advance(task, size)
-    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    out["overflow"], out["unfinished"], out["games"] = overflow, unfinished, games
+    rec = recorder(game_keys_of(k_play, games, chunk), seats)
+    out = {k: rec[k] for k in ("label", "kind", "step", "game")}
+    out["obs"] = rec["obs"].astype(np.float32)
+    out["overflow"] = int(np.maximum(rec["count"] - MAX_SCORED, 0).sum())
+    out["unfinished"], out["games"] = int((~rec["finished"]).sum()), games
+    if progress is not None:
+        progress.advance(task, games)
     return out
 
 

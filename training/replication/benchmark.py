@@ -27,14 +27,15 @@ import numpy as np
 
 from coupjax import seat_tables
 from coupjax.env import Env
-from coupjax.inference import masked_policy_logits, mlp_apply
+from coupjax.inference import masked_policy_logits
+from coupjax.networks import apply_mlp
 from coupjax.metrics import t_interval
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import REPORT_SEED, check_report_seed
 from training.bc import fit as bc_fit
 from training.config import BCConfig, DQNConfig, config_to_dict
 from training.dqn import masked_greedy
-from training.networks import init_params, make_network
+from coupjax.networks import init_params, make_network
 from training.rewards import action_match_reward
 from training.replication.logs import LOG_TEACHERS, cached_logger, play, prepare_rows, split_games
 from training.replication.offline_dqn import cached_dqn, dqn_config, episode_sequence
@@ -94,7 +95,7 @@ def make_network_chooser(env: Env):
 
     @jax.jit
     def choose(obs, mask, params):  # BC's argmax of logits = argmax of its probabilities
-        return jnp.stack([masked_greedy(mlp_apply(params[k], obs, n), mask) for k in NETWORKS])
+        return jnp.stack([masked_greedy(apply_mlp(params[k], obs, n), mask) for k in NETWORKS])
 
     return choose
 
@@ -145,7 +146,7 @@ def make_online_table(env: Env, cfg: DQNConfig):
     def greedy(log_probs: bool):
         def apply(params, key, state):
             del key
-            return masked_policy_logits(mlp_apply(params, state.observation, n), state.legal_action_mask, 0.0,
+            return masked_policy_logits(apply_mlp(params, state.observation, n), state.legal_action_mask, 0.0,
                                         log_probs)
         return apply
 

@@ -1,8 +1,8 @@
 """The logged games of the replication: CoupVisor's offline data (B.1, B.2).
 
 `make_logger` plays 4-player games of the scripted bots (`LOG_TEACHERS`, each seat
-drawn uniformly per game) in parallel slots with auto-reset, one jitted `lax.scan` per
-call, and records every decision of every seat (main action, reaction, answer to a
+drawn uniformly per game) in parallel slots with auto-reset, one `coupjax.rollout.play`
+per call, and records every decision of every seat (main action, reaction, answer to a
 block, reveal, exchange choice) as a row: the acting seat's observation and legal
 mask, the logged action, the actor, the game, coins and alive flags of every seat
 before and after the step, whether the game ended and its winner (`coupjax.game.board.
@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from coupjax import rollout
 from coupjax.env import Env
 from coupjax.game import board
 from coupjax.policies import make_policy
@@ -31,6 +32,11 @@ from coupjax.policies.pools import SCRIPTED_NAMES
 from training.bc import held_out_games
 
 LOG_TEACHERS = SCRIPTED_NAMES
+
+
+def _where(c, a, b):
+    return jax.tree.map(lambda x, y: jnp.where(c.reshape(c.shape + (1,) * (x.ndim - 1)), x, y), a, b)
+
 COUNTERFACTUAL = ("belief_ev", "random")  # recorded choices at every logged row
 NUM_TEACHERS = len(LOG_TEACHERS)
 
@@ -63,30 +69,35 @@ def make_logger(env: Env, num_slots: int, steps: int):
     def init(key):
         return jax.vmap(init_one)(jax.random.split(key, num_slots))
 
+    def step_keys(keys, steps, live):  # a slot's carried key split in six, as the logger always did
+        k = jax.vmap(lambda x: jax.random.split(x, 6))(keys)
+        return k[:, 0], (k[:, 1], k[:, 2], k[:, 5])
+
     @jax.jit
     def run(carry, per_slot):
-        def step_one(c):
-            s, idx, game, key, base = c
-            key, k_pol, k_act, k_bev, k_rand, k_step = jax.random.split(key, 6)
-            p = s.current_player
-            logits = jnp.stack([pol(k_pol, s) for pol in policies])  # what vmap of a switch computes anyway
-            a = jax.random.categorical(k_act, logits[idx[p]]).astype(jnp.int32)
-            ns = env.step(s, a, k_step)
-            done = ns.terminated
-            rec = {"valid": game < per_slot, "obs": s.observation, "mask": s.legal_action_mask, "action": a,
-                   "actor": p, "game": game, "coins0": board.coins(s), "alive0": board.alive(s),
-                   "coins1": board.coins(ns), "alive1": board.alive(ns), "done": done,
-                   "game_winner": jnp.where(done, board.winner(ns), -1).astype(jnp.int32),
-                   "cf_belief_ev": jax.random.categorical(k_bev, logits[i_bev]).astype(jnp.int32),
-                   "cf_random": jax.random.categorical(k_rand, logits[i_rand]).astype(jnp.int32)}
-            fs, fidx = new_game(jax.random.fold_in(base, game + 1))
-            ns = jax.tree.map(lambda x, y: jnp.where(done, x, y), fs, ns)
-            return (ns, jnp.where(done, fidx, idx), game + done, key, base), rec
+        s, idx, game, key, base = carry
 
-        def body(c, _):
-            return jax.vmap(step_one)(c)
+        def record(c, a, ns):
+            st, done = c.state, ns.terminated
+            k = jax.vmap(lambda x: jax.random.split(x, 6))(c.key)
+            cf = {f"cf_{name}": jax.vmap(lambda kp, kc, x: jax.random.categorical(kc, policies[i](kp, x)))(
+                k[:, 1], k[:, j], st).astype(jnp.int32) for name, i, j in (("belief_ev", i_bev, 3), ("random", i_rand, 4))}
+            return {"valid": c.aux["game"] < per_slot, "obs": st.observation, "mask": st.legal_action_mask, "action": a,
+                    "actor": st.current_player, "game": c.aux["game"], "coins0": jax.vmap(board.coins)(st),
+                    "alive0": jax.vmap(board.alive)(st), "coins1": jax.vmap(board.coins)(ns),
+                    "alive1": jax.vmap(board.alive)(ns), "done": done,
+                    "game_winner": jnp.where(done, jax.vmap(board.winner)(ns), -1).astype(jnp.int32), **cf}
 
-        return jax.lax.scan(body, carry, None, steps)
+        def reset(c):
+            done, g = c.state.terminated, c.aux["game"]
+            fs, fidx = jax.vmap(new_game)(jax.vmap(jax.random.fold_in)(c.aux["base"], g + 1))
+            return c._replace(state=_where(done, fs, c.state), seats=jnp.where(done[:, None], fidx, c.seats),
+                              aux={**c.aux, "game": g + done})
+
+        c, rec = rollout.play(env, policies[:NUM_TEACHERS], s, key, seats=idx, num_steps=steps, record=record,
+                              aux={"game": game, "base": base}, reset=reset, step_keys=step_keys,
+                              live=lambda c: jnp.ones(num_slots, bool))
+        return (c.state, c.seats, c.aux["game"], c.key, c.aux["base"]), rec
 
     return init, run
 

@@ -26,7 +26,7 @@ from training.buffer import make_replay_buffer
 from training.config import ConfigError, DQNConfig, load_config
 from training.dqn import MaskedEpsilonGreedy, apply_update, make_optimizer, td_loss
 from training.learner import Transition
-from training.networks import init_params, make_network
+from coupjax.networks import init_params, make_network
 from training.rewards import action_match_reward
 
 DQN_CONFIG = config_path("dqn_coupvisor.yaml")

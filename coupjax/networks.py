@@ -1,0 +1,107 @@
+"""The Flax networks on the engine's observation (CoupVisor C.1): what training trains
+and what `coupjax.inference` loads an export with.
+
+`MLP`: the observation scaled by `observation_scale` (one-hots kept, counts to about
+[0, 1]), then ``hidden_sizes`` Dense + ReLU layers (default 128, 128), then a linear
+output of ``num_outputs``.  Layers are named ``hidden_0 ... out``: an export's
+``params.msgpack`` is exactly an `MLP`'s ``params`` collection (`apply_mlp` evaluates
+one from its parameters alone).  With no hidden layer it is multinomial logistic
+regression (behaviour cloning's ``logreg``).  `PolicyWithBelief`: the same MLP with a
+second head, the belief, on its last hidden layer (self-play's shared torso).
+
+Flax is imported here, so ``import coupjax`` never imports this module; the package
+loads it on first use (`coupjax.inference.load_policy`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import flax.linen as nn
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import rules
+from coupjax.game.views import SEAT_FEATURES, observation_layout
+
+
+def observation_scale(num_players: int) -> np.ndarray:
+    """float32[obs]: the factor applied to each observation entry before the network.
+
+    One-hot blocks (own hand, phase, main action, actor, target, claim, blocker, block
+    role) and the alive flag keep scale 1.  Counts are brought to about [0, 1]: drawn
+    cards / 2, coins / 10, hidden cards / 2, revealed cards per role / 2, claims and
+    blocks per role / 3, challenges won and lost / 3, hand renewals / 5, turns / 50;
+    the disproven flags (0/1) keep scale 1.
+    """
+    lay = observation_layout(num_players)
+    scale = np.ones(lay["size"][0], np.float32)
+    start, _ = lay["drawn"]
+    scale[start:start + rules.NUM_ROLES] = 0.5
+    per_seat = {"coins": 0.1, "hidden": 0.5, "alive": 1.0, "revealed": 0.5, "claims": 1 / 3, "blocks": 1 / 3,
+                "challenges_won": 1 / 3, "challenges_lost": 1 / 3, "renewals": 0.2, "disproven": 1.0}
+    seat_scale = np.concatenate([np.full(size, per_seat[name], np.float32) for name, size in SEAT_FEATURES])
+    start, shape = lay["seats"]
+    scale[start:start + int(np.prod(shape))] = np.tile(seat_scale, num_players)
+    start, _ = lay["turn"]
+    scale[start] = 1 / 50
+    return scale
+
+
+def _torso(obs, num_players: int, hidden_sizes):
+    x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(num_players))
+    for i, h in enumerate(hidden_sizes):
+        x = nn.relu(nn.Dense(int(h), name=f"hidden_{i}")(x))
+    return x
+
+
+class MLP(nn.Module):
+    num_outputs: int
+    num_players: int
+    hidden_sizes: Sequence[int] = (128, 128)
+
+    @nn.compact
+    def __call__(self, obs):
+        return nn.Dense(self.num_outputs, name="out")(_torso(obs, self.num_players, self.hidden_sizes))
+
+
+class PolicyWithBelief(nn.Module):
+    """The policy MLP with a belief head on its last hidden layer: the belief's loss
+    shapes the policy's features.  Layers ``hidden_i``, ``out`` (the policy: exactly
+    `MLP`'s names) and ``belief_out``; returns (policy logits, belief logits)."""
+
+    num_actions: int
+    num_players: int
+    hidden_sizes: tuple
+    num_belief: int
+
+    @nn.compact
+    def __call__(self, obs):
+        x = _torso(obs, self.num_players, self.hidden_sizes)
+        return nn.Dense(self.num_actions, name="out")(x), nn.Dense(self.num_belief, name="belief_out")(x)
+
+
+def make_network(env, hidden_sizes=(128, 128)) -> MLP:
+    """The Q-network / policy head for ``env``: obs -> num_actions values."""
+    return MLP(num_outputs=env.num_actions, num_players=env.num_players, hidden_sizes=tuple(hidden_sizes))
+
+
+def init_params(network: nn.Module, key, obs_dim: int):
+    """The ``params`` collection (what is trained, checkpointed and exported)."""
+    return network.init(key, jnp.zeros((obs_dim,), jnp.float32))["params"]
+
+
+def mlp_of(params, num_players: int) -> MLP:
+    """The `MLP` whose parameters ``params`` are (``hidden_0 ...``, ``out``; an export's)."""
+    hidden, i = [], 0
+    while f"hidden_{i}" in params:
+        hidden.append(int(np.shape(params[f"hidden_{i}"]["bias"])[0]))
+        i += 1
+    return MLP(int(np.shape(params["out"]["bias"])[0]), num_players, tuple(hidden))
+
+
+def apply_mlp(params, obs, num_players: int):
+    """`MLP` ``params`` on ``obs`` (float32[..., num_outputs]): an export's network."""
+    return mlp_of(params, num_players).apply({"params": params}, obs)
+
+
+__all__ = ["observation_scale", "MLP", "PolicyWithBelief", "make_network", "init_params", "mlp_of", "apply_mlp"]

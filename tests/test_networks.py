@@ -1,0 +1,70 @@
+"""One network module (`coupjax.networks`) for training and `coupjax.inference`: the
+export on disk loads through it and gives the actions of the plain forward pass that
+`coupjax.inference` evaluated before (``x @ kernel + bias`` per layer, ReLU between)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from coupjax import Env
+from coupjax.inference import load_policy
+from coupjax.networks import MLP, PolicyWithBelief, apply_mlp, init_params, observation_scale
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPORTS = sorted(p.parent for p in ROOT.glob("evals/reference/**/policy.json")) + \
+    sorted(p.parent for p in ROOT.glob("coupjax/**/policy.json"))
+
+
+def _plain(params, obs, n):
+    """The forward pass `coupjax.inference.mlp_apply` was (before this module)."""
+    x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(n))
+    i = 0
+    while f"hidden_{i}" in params:
+        x = jax.nn.relu(x @ params[f"hidden_{i}"]["kernel"] + params[f"hidden_{i}"]["bias"])
+        i += 1
+    return x @ params["out"]["kernel"] + params["out"]["bias"]
+
+
+def _states(env, count=64):
+    """Observations and masks of random play (main actions, reactions, reveals)."""
+    step = jax.jit(env.step)
+    s, out = env.init(jax.random.PRNGKey(3)), []
+    for i in range(count):
+        out.append(s)
+        legal = np.flatnonzero(np.asarray(s.legal_action_mask))
+        s = step(s, jnp.int32(legal[i * 7 % len(legal)]), jax.random.PRNGKey(i))
+        if bool(s.terminated):
+            s = env.init(jax.random.PRNGKey(100 + i))
+    return jax.tree.map(lambda *x: jnp.stack(x), *out)
+
+
+def test_shipped_exports_load_through_the_network_module_with_the_same_actions():
+    assert EXPORTS, "no export is shipped: the test has nothing to load"
+    for d in EXPORTS:
+        pol = load_policy(d)
+        env = Env(int(pol.info["num_players"]))
+        s = _states(env)
+        mine = np.asarray(jax.vmap(pol.values)(s.observation))
+        plain = np.asarray(jax.vmap(lambda o: _plain(pol.params, o, env.num_players))(s.observation))
+        np.testing.assert_allclose(mine, plain, rtol=1e-6, atol=1e-6)
+        mask = np.asarray(s.legal_action_mask)
+        greedy = load_policy(d, temperature=0.0)
+        logits = np.asarray(jax.vmap(greedy)(jax.random.split(jax.random.PRNGKey(0), len(mask)), s))
+        assert (np.argmax(logits, -1) == np.argmax(np.where(mask, plain, -np.inf), -1)).all()
+
+
+def test_the_policy_with_a_belief_head_is_an_mlp_with_one_more_layer():
+    env = Env(4)
+    n, A, d = env.num_players, env.num_actions, env.observation_shape[0]
+    net = PolicyWithBelief(A, n, (16, 8), (n - 1) * 5)
+    params = init_params(net, jax.random.PRNGKey(0), d)
+    obs = _states(env, 8).observation
+    logits, belief = net.apply({"params": params}, obs)
+    policy = {k: v for k, v in params.items() if k != "belief_out"}
+    np.testing.assert_array_equal(np.asarray(apply_mlp(policy, obs, n)), np.asarray(logits))
+    np.testing.assert_array_equal(np.asarray(MLP(A, n, (16, 8)).apply({"params": policy}, obs)), np.asarray(logits))
+    head = {**{k: v for k, v in policy.items() if k != "out"}, "out": params["belief_out"]}
+    np.testing.assert_array_equal(np.asarray(apply_mlp(head, obs, n)), np.asarray(belief))
