@@ -47,7 +47,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from coupjax import console as output
+from coupjax import console
 from coupjax.args import Parser, fail, positive_int, rate, report_seed, require_extra, seconds
 from coupjax.seeds import REPORT_SEED
 
@@ -57,15 +57,15 @@ PROG = "coupjax"
 def _simulate(args) -> None:
     from coupjax.simulate import simulate
 
-    console = output.console()
-    with console.status(f"simulating {args.games:,} random {args.players}-player matches (compiling first)..."):
+    terminal = console.console()
+    with terminal.status(f"simulating {args.games:,} random {args.players}-player matches (compiling first)..."):
         figures = simulate(args.players, args.games, args.seed)
     table = Table(title="coupjax batched simulation (uniform random legal play)")
     table.add_column("figure")
     table.add_column("value", justify="right")
     for k, v in figures.items():
         table.add_row(k, json.dumps(v))
-    console.print(table)
+    terminal.print(table)
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=2))
 
@@ -110,27 +110,27 @@ def _train_and_evaluate(args) -> None:
     from evals.seat_table import render_table
     from training.train import run_training
 
-    console = output.console()
-    console.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} ({cfg.algo}) into "
+    terminal = console.console()
+    terminal.print(f"[bold]training[/bold] {args.config or 'the embedded quickstart config'} ({cfg.algo}) into "
                   f"{run_dir} ({cfg.num_chunks} chunks x {cfg.updates_per_chunk} updates, {cfg.num_envs} games in "
                   f"parallel)")
     summary = run_training(cfg, run_dir, resume=args.resume, use_wandb=not args.no_wandb)
-    console.print(f"trained in {seconds(summary['wall_seconds'])} (compile {seconds(summary['compile_seconds'])}), "
+    terminal.print(f"trained in {seconds(summary['wall_seconds'])} (compile {seconds(summary['compile_seconds'])}), "
                   f"{summary['env_steps']:,} env steps at {rate(summary['env_steps_per_s'], 'env steps')}")
 
     specs = [str(run_dir), *OPPONENTS]
-    console.print(f"[bold]evaluating[/bold] {args.games:,} seeded {cfg.num_players}-player tables per policy "
+    terminal.print(f"[bold]evaluating[/bold] {args.games:,} seeded {cfg.num_players}-player tables per policy "
                   f"(the other seats drawn from {', '.join(OPPONENTS)}), seed {args.seed}")
     t0 = time.time()
-    with output.progress(to=output.console(stderr=True), transient=True) as progress:
+    with console.progress(to=console.console(stderr=True), transient=True) as progress:
         rows = play_tables(Env(cfg.num_players), specs, args.games, args.seed, progress=progress)
-    console.print(render_table(rows, f"seat table: {args.games:,} tables per policy, seed {args.seed} "
+    terminal.print(render_table(rows, f"seat table: {args.games:,} tables per policy, seed {args.seed} "
                                      f"({seconds(time.time() - t0)})", labels={str(run_dir): "trained"}))
     keys = ("wall_seconds", "compile_seconds", "train_seconds", "env_steps", "env_steps_per_s")
     out = run_dir / "seat_table.json"
     out.write_text(json.dumps({"training": {k: summary[k] for k in keys if k in summary}, "seat_table": rows,
                                "seed": args.seed}, indent=2))
-    console.print(f"written: {out}")
+    terminal.print(f"written: {out}")
 
 
 def _positive_seconds(text: str) -> float:
@@ -162,16 +162,16 @@ def _arena(args) -> None:
     from coupjax.botarena import results_table
 
     arena = _prepare_arena(args)
-    console = output.console()
-    with console.status("compiling the engine and the policies..."):
+    terminal = console.console()
+    with terminal.status("compiling the engine and the policies..."):
         arena.warm_up()
-    with output.progress(to=output.console(stderr=True), transient=True) as progress:
+    with console.progress(to=console.console(stderr=True), transient=True) as progress:
         task = progress.add_task(f"{args.matches} matches", total=args.matches)
         report = arena.play(args.matches, args.concurrency, on_match=lambda _: progress.advance(task))
     arena.close()
-    console.print(results_table(report))
+    terminal.print(results_table(report))
     fig = report["figures"]
-    console.print(f"{fig['moves']:,} moves in {seconds(fig['wall_seconds'])} ({rate(fig['moves_per_s'], 'moves')}); "
+    terminal.print(f"{fig['moves']:,} moves in {seconds(fig['wall_seconds'])} ({rate(fig['moves_per_s'], 'moves')}); "
                   f"{len(report['forfeits'])} forfeits, each with its reason in {args.out} and "
                   f"{arena.save_dir / 'arena.log'}; matches in {arena.save_dir / 'matches'}")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -189,13 +189,13 @@ def _replay(args) -> None:
         fail(PROG, f"argument --seat: seat {seat} is not at this {game.num_players}-player table")
     if game.seat is not None and seat != game.seat:
         fail(PROG, f"argument --seat: {args.file} is a seat record of seat {game.seat}: it shows only that seat")
-    console = output.console()
+    terminal = console.console()
     for step in range(len(game.states)):
         fr = frame(game, step, seat, use_search=not args.no_search)
         if args.json:
             print(json.dumps(fr), flush=True)
         else:
-            render(fr, console)
+            render(fr, terminal)
     if game.error is not None:
         print(f"{PROG}: error: {game.error}", file=sys.stderr)
         raise SystemExit(1)

@@ -38,7 +38,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from coupjax import console as output
+from coupjax import console
 from coupjax.args import Parser, positive_int
 from coupjax.env import Env
 
@@ -273,9 +273,9 @@ def main(argv=None) -> dict:
             "vector_env": vector_run(num_envs, args.players, vsteps, args.seed, batched=True)}
     figures["vector"] = {"num_envs": num_envs, "steps": vsteps,
                          "loops": side_by_side(runs, args.rounds, "sync_vector_env", "agent_steps")}
-    console = output.console()
+    terminal = console.console()
     for t in render(figures):
-        console.print(t)
+        terminal.print(t)
     if args.out:
         Path(args.out).write_text(json.dumps(figures, indent=2))
     return figures

@@ -32,7 +32,7 @@ import time
 import jax
 import numpy as np
 
-from coupjax import search as S
+from coupjax import search
 from coupjax.env import Env
 
 
@@ -40,18 +40,18 @@ def first_decisions(env: Env, seed: int, games: int):
     return jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(seed), games))
 
 
-def bench(env, states, config: S.SearchConfig, key, repeats: int) -> dict:
-    search = jax.jit(S.make_searcher(env, config))
+def bench(env, states, config: search.SearchConfig, key, repeats: int) -> dict:
+    searcher = jax.jit(search.make_searcher(env, config))
     B = states.current_player.shape[0]
     keys = jax.random.split(key, B)
     t0 = time.perf_counter()
-    res = jax.block_until_ready(search(keys, states))  # compile + first run
+    res = jax.block_until_ready(searcher(keys, states))  # compile + first run
     compile_s = time.perf_counter() - t0
     calls = []
     for i in range(repeats):
         keys = jax.random.split(jax.random.fold_in(key, i + 1), B)
         t0 = time.perf_counter()
-        res = jax.block_until_ready(search(keys, states))
+        res = jax.block_until_ready(searcher(keys, states))
         wall = time.perf_counter() - t0
         steps = int(res.rollout_steps)
         rollouts = int(np.asarray(res.rollouts).sum())
@@ -89,7 +89,7 @@ def main(argv=None):
 
     env = Env(args.players)
     states = first_decisions(env, args.seed, args.games)
-    config = S.SearchConfig(num_worlds=args.worlds, rollouts_per_world=args.rollouts,
+    config = search.SearchConfig(num_worlds=args.worlds, rollouts_per_world=args.rollouts,
                             rollout_policy=args.rollout_policy, max_rollout_steps=args.max_rollout_steps,
                             lanes=args.lanes)
     load_before = os.getloadavg()

@@ -149,7 +149,7 @@ def answer(page, value):
 
 def enter_event(page, ev: dict, me: int, names=NAMES):
     """Enter one engine step (a private event dict of `Match`) by taps, as seat ``me`` saw it."""
-    from coupjax.web import words as W
+    from coupjax.web import words
 
     phase, s, name = ev["phase"], ev["seat"], ev["action"]
     if phase == "action":
@@ -162,11 +162,11 @@ def enter_event(page, ev: dict, me: int, names=NAMES):
     elif phase in ("react", "answer_block"):
         tap(page, choice(page, name, s))
     elif phase == "lose" and s == me:
-        tap(page, page.get_by_role("button", name=f"Lose your {W.title(ev['reveals'][0]['role'])}", exact=True))
+        tap(page, page.get_by_role("button", name=f"Lose your {words.title(ev['reveals'][0]['role'])}", exact=True))
     elif phase == "lose":
         tap(page, choice(page, "reveal", s))
     elif phase == "exchange" and s == me:
-        tap(page, page.get_by_role("button", name=W.keep(name), exact=True))
+        tap(page, page.get_by_role("button", name=words.keep(name), exact=True))
     else:
         tap(page, choice(page, "keep", s))
     reveals = [x["role"] for x in ev["reveals"]]

@@ -29,7 +29,7 @@ import numpy as np
 
 from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
-from training import psro as PSRO
+from training import psro
 from training.config import BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config
 from training.runs import RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics, progress_bar
 
@@ -88,7 +88,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     """
     import jax
 
-    from training import checkpoint as C
+    from training import checkpoint
 
     t_start = time.time()
     run_dir = Path(run_dir)
@@ -98,21 +98,21 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
     if resume:
-        host, _, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
+        host, _, done = checkpoint.restore_checkpoint(ckpt_dir, setup.abstract_state())
         rs = setup.put(host)
     else:
         done = 0
         rs = setup.init(jax.random.PRNGKey(cfg.seed))
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-    manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
+    manager = checkpoint.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
     wb = init_wandb(cfg, run_dir, use_wandb, resume)
     psro_s, psro_rows = 0.0, []
-    if PSRO.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
-        psro_rows = PSRO.read_iterations(run_dir, cfg, done - 1)
-        setup = make_train(PSRO.league_config(cfg, run_dir, done - 1)) if psro_rows else setup
-        if done in PSRO.iteration_chunks(cfg):  # its checkpoint comes before the iteration
-            setup, rs, row = PSRO.iterate(cfg, setup, rs, run_dir, done, make_train)
+    if psro.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
+        psro_rows = psro.read_iterations(run_dir, cfg, done - 1)
+        setup = make_train(psro.league_config(cfg, run_dir, done - 1)) if psro_rows else setup
+        if done in psro.iteration_chunks(cfg):  # its checkpoint comes before the iteration
+            setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, done, make_train)
             psro_rows.append(row)
 
     t0 = time.time()
@@ -135,21 +135,21 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             transitions += int(m["transitions"])
             m = dict(m, chunk=c + 1, chunk_seconds=dt, env_steps_per_s=m["env_steps"] / dt,
                      transitions_per_s=m["transitions"] / dt)
-            step = int(m["step"]) + PSRO.update_offset(cfg, c)  # growing across PSRO's passes
+            step = int(m["step"]) + psro.update_offset(cfg, c)  # growing across PSRO's passes
             log_metrics(wb, m, step)
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
             history.append(last)  # action_hist too: the exploration ablation reads it per chunk
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
-                C.save_checkpoint(manager, c + 1, rs, cfg_dict)
+                checkpoint.save_checkpoint(manager, c + 1, rs, cfg_dict)
             if quiet:
                 print(json.dumps({k: round(last[k], 4) for k in ("chunk", *keys, "env_steps_per_s", "chunk_seconds")}),
                       flush=True)
             prog.update(task, advance=1, info=" ".join(f"{k} {last[k]:.3f}" for k in keys[:3])
                         + f" {last['env_steps_per_s']:.0f} env steps/s")
-            if c + 1 in PSRO.iteration_chunks(cfg):  # a best response to this network joins the league
+            if c + 1 in psro.iteration_chunks(cfg):  # a best response to this network joins the league
                 prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
                 t2 = time.time()
-                setup, rs, row = PSRO.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
+                setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
                 chunk = compiled_chunk(setup, rs) if c + 1 < stop else None  # compiled when it will run here
                 psro_s += time.time() - t2
                 psro_rows.append(row)
@@ -163,7 +163,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
-    if PSRO.iteration_chunks(cfg):
+    if psro.iteration_chunks(cfg):
         summary.update(psro=psro_rows, psro_seconds=psro_s)
     if stop == cfg.num_chunks:
         export(setup, rs, run_dir)
@@ -173,7 +173,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             summary["eval_seconds"] = time.time() - t2
             if wb is not None:
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
-                       step=int(last["step"]) + PSRO.update_offset(cfg, cfg.num_chunks))
+                       step=int(last["step"]) + psro.update_offset(cfg, cfg.num_chunks))
     summary["wall_seconds"] = time.time() - t_start
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if wb is not None:

@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from coupjax.botarena import protocol as proto
+from coupjax.botarena import protocol
 
 # The hello is answered by a process that may still be starting (an interpreter on a
 # busy machine can take seconds): it gets this long, or the move timeout if longer.
@@ -273,10 +273,10 @@ class BotProcess:
                     self._skipping = False
             else:
                 self._partial += chunk
-                if len(self._partial) > proto.MAX_LINE:
+                if len(self._partial) > protocol.MAX_LINE:
                     self._partial.clear()
                     self._skipping = end < 0
-                    self._push((f"a line over {proto.MAX_LINE} bytes", "garbage"))
+                    self._push((f"a line over {protocol.MAX_LINE} bytes", "garbage"))
                 elif end >= 0:
                     self._push((bytes(self._partial) + b"\n", None))
                     self._partial.clear()
@@ -323,7 +323,7 @@ class BotProcess:
         if why:
             self.broken = self.broken or (why, f"hello: {line}")
         else:
-            reason, detail = proto.check_hello(line)
+            reason, detail = protocol.check_hello(line)
             self.broken = (reason, detail) if reason else None
         if self.broken:
             self.stop()  # never spoken to again: each of its decisions forfeits
@@ -340,7 +340,7 @@ class BotProcess:
         if stdin is None or stdin.is_closing():
             return
         try:
-            stdin.write(proto.dumps(message))
+            stdin.write(protocol.dumps(message))
         except (BrokenPipeError, ConnectionResetError, RuntimeError):
             pass
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from coupjax import rules as R
+from coupjax import rules
 
 ROLE_OF = {"tax": "duke", "exchange": "ambassador", "assassinate": "assassin", "steal": "captain"}
 
@@ -140,9 +140,9 @@ def action(names, seat: int, name: str, table: dict, me=None, hand=None) -> str:
     """Any protocol name played by ``seat`` at ``table`` (the state before it), in words;
     ``hand`` (your cards, in the engine's order) names the card a ``reveal:i`` of yours loses."""
     kind = name.partition(":")[0]
-    if kind in R.MAIN_ACTIONS:
+    if kind in rules.MAIN_ACTIONS:
         return main_action(names, seat, name, me)
-    if name in R.REACTION_NAMES:
+    if name in rules.REACTION_NAMES:
         return reaction(names, seat, name, table, me)
     if kind == "keep":
         return f"{Who(names, seat, me)}: " + (keep(name) if ":" in name else "finishes the exchange")
@@ -309,7 +309,7 @@ def _from_explanation(ch: dict) -> dict:
 def why_in_full(ch: dict, names, me, claimant: int, style: str) -> list[str]:
     """The challenge advice's numbers, each said in words (the "Why, in full" of the page)."""
     ch = _from_explanation(ch)
-    role = title(ch.get("role_name") or R.ROLES[int(ch.get("role", 0))])
+    role = title(ch.get("role_name") or rules.ROLES[int(ch.get("role", 0))])
     c, cs = who(names, claimant, me), whose(names, claimant, me)
     out = []
     if ch.get("disproven"):

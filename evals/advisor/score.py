@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import metrics as M
+from coupjax import metrics
 from coupjax.advice import challenge as A
 from evals.advisor.record import CONDITIONS, NUM_PLAYERS
 
@@ -73,7 +73,7 @@ def quality(label, p_truth, challenge, games: int, kind=None, n_bins: int = 10) 
     q = np.asarray(challenge, bool)
     pos = np.clip(1.0 - np.asarray(p_truth, np.float64), 0.0, 1.0)
     n = int(y.size)
-    rep = M.binary_report(y, pos, q, n_bins)
+    rep = metrics.binary_report(y, pos, q, n_bins)
     out = {
         "f1": rep["f1"], "precision": rep["precision"], "recall": rep["recall"],
         "false_challenge_share": rep["fp"] / n if n else float("nan"),
@@ -91,7 +91,7 @@ def quality(label, p_truth, challenge, games: int, kind=None, n_bins: int = 10) 
             sel = np.asarray(kind) == k
             if sel.sum() == 0:
                 continue
-            r = M.binary_report(y[sel], pos[sel], q[sel], n_bins)
+            r = metrics.binary_report(y[sel], pos[sel], q[sel], n_bins)
             m = int(sel.sum())
             per[name] = {"claims": m, "bluff_rate": float(y[sel].mean()), "f1": r["f1"], "precision": r["precision"],
                          "recall": r["recall"], "false_challenge_share": r["fp"] / m, "missed_bluff_share": r["fn"] / m,

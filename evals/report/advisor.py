@@ -28,7 +28,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from coupjax import metrics as M
+from coupjax import metrics
 from coupjax.advice import challenge as A
 from coupjax.env import Env
 from coupjax.policies import make_policy
@@ -72,7 +72,7 @@ def belief_metrics(label, p_truth, challenge, kind=None) -> dict:
     q = np.asarray(challenge, bool)
     pos = np.clip(1.0 - np.asarray(p_truth, np.float64), 0.0, 1.0)
     n = int(y.size)
-    rep = M.binary_report(y, pos, q, N_BINS)
+    rep = metrics.binary_report(y, pos, q, N_BINS)
     out = {"claims": n, "tp": rep["tp"], "fp": rep["fp"], "fn": rep["fn"], "tn": rep["tn"],
            "precision": rep["precision"], "recall": rep["recall"], "f1": rep["f1"],
            "outcome_accuracy": rep["accuracy"],

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.report import stats as ST
+from evals.report import stats
 from evals.report.advisor import condition_metrics, pool
 
 # CoupVisor's published advisor figures (conditions in this order)
@@ -59,9 +59,9 @@ def pooled_rows(cells: dict, labels: list, conditions, seeds) -> dict:
                 continue
             total = None
             for s in per_seed:
-                total = ST.add(total, s)
-            row = ST.row(total)
-            row["seeds"] = ST.across_seeds([ST.row(s) for s in per_seed])
+                total = stats.add(total, s)
+            row = stats.row(total)
+            row["seeds"] = stats.across_seeds([stats.row(s) for s in per_seed])
             out[label][cond] = row
     return out
 
@@ -112,7 +112,7 @@ def cross_table(cross: dict) -> dict:
     if not cross:
         return {}
     labels = cross["labels"]
-    cells = {k: ST.row(v) for k, v in cross["cells"].items()}
+    cells = {k: stats.row(v) for k, v in cross["cells"].items()}
     wr = [[cells[f"{a}|{b}"]["win_rate"] for b in labels] for a in labels]
     return {"labels": labels, "win_rate": wr, "cells": cells}
 
@@ -171,11 +171,11 @@ def build(cfg, res: dict) -> dict:
     by_players = {}
     for (k, cond), cell in res["players"].items():
         for label, sums in cell.items():
-            by_players.setdefault(str(k), {}).setdefault(label, {})[cond] = ST.row(sums)
+            by_players.setdefault(str(k), {}).setdefault(label, {})[cond] = stats.row(sums)
     first = cfg.seeds[0]
     for cond in cfg.conditions:
         for label, sums in res["seat"].get((cond, first), {}).items():
-            by_players.setdefault(str(cfg.num_players), {}).setdefault(label, {})[cond] = ST.row(sums)
+            by_players.setdefault(str(cfg.num_players), {}).setdefault(label, {})[cond] = stats.row(sums)
     out = {
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "by_players": by_players, "cross_play": cross_table(res["cross"]),
