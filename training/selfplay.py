@@ -63,8 +63,7 @@ from jax.sharding import PartitionSpec as P
 from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
-from coupjax.networks import MLP, PolicyWithBelief, apply_mlp, init_params
-from coupjax.observation import parse
+from coupjax.networks import MLP, PolicyWithBelief, init_params
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
 from training.setup import Setup, default_devices
@@ -87,14 +86,6 @@ class RunnerState:
 
 
 # ------------------------------------------------------------------ pure pieces
-def belief_probs(belief_params, obs, num_players: int):
-    """float32[n-1, 5]: the learned P(relative opponent k holds role r) from one
-    observation; 0 for a seat with no hidden card."""
-    n = num_players
-    logits = apply_mlp(belief_params, obs, n).reshape(n - 1, rules.NUM_ROLES)
-    return jnp.where((parse(obs, n).hidden[1:] > 0)[:, None], jax.nn.sigmoid(logits), 0.0)
-
-
 def seat_advantages(seat, learner, value, done, rewards, bootstrap, gamma: float, lam: float):
     """GAE over each seat's own decisions, for one game slot: leaves [T] (``rewards``
     [T, n]); ``bootstrap`` float32[n] the value after the last step per seat.
@@ -401,13 +392,8 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
 
 
 def load_belief(path) -> Callable:
-    """The learned belief of an export (or run dir) as ``belief(obs) -> float32[n-1, 5]``."""
-    from coupjax.inference import read_export
+    """The learned belief of an export (or run dir) as ``belief(obs) -> float32[n-1, 5]``:
+    `coupjax.search.selfplay_search.load_learned_belief`, the one loader of an export's heads."""
+    from coupjax.search.selfplay_search import load_learned_belief
 
-    info, _ = read_export(path)
-    d = Path(path) / "export" if (Path(path) / "export" / "policy.json").is_file() else Path(path)
-    if "belief_file" not in info:
-        raise ValueError(f"the export at {str(path)!r} has no learned belief (kind {info['kind']!r})")
-    params = jax.tree.map(jnp.asarray, serialization.msgpack_restore((d / info["belief_file"]).read_bytes()))
-    n = int(info["num_players"])
-    return lambda obs: belief_probs(params, obs, n)
+    return load_learned_belief(path)

@@ -80,8 +80,11 @@ def make_logger(env: Env, num_slots: int, steps: int):
         def record(c, a, ns):
             st, done = c.state, ns.terminated
             k = jax.vmap(lambda x: jax.random.split(x, 6))(c.key)
+            # what belief_ev and random would have played: the slot's key split as always (policy 1, belief_ev 3,
+            # random 4)
             cf = {f"cf_{name}": jax.vmap(lambda kp, kc, x: jax.random.categorical(kc, policies[i](kp, x)))(
-                k[:, 1], k[:, j], st).astype(jnp.int32) for name, i, j in (("belief_ev", i_bev, 3), ("random", i_rand, 4))}
+                k[:, 1], k[:, j], st).astype(jnp.int32) for name, i, j in (("belief_ev", i_bev, 3),
+                                                                          ("random", i_rand, 4))}
             return {"valid": c.aux["game"] < per_slot, "obs": st.observation, "mask": st.legal_action_mask, "action": a,
                     "actor": st.current_player, "game": c.aux["game"], "coins0": jax.vmap(board.coins)(st),
                     "alive0": jax.vmap(board.alive)(st), "coins1": jax.vmap(board.coins)(ns),
