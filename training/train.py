@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax import distributed
 from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
 from training import psro as PSRO
@@ -93,7 +94,9 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     t_start = time.time()
     run_dir = Path(run_dir)
     cfg_dict = config_to_dict(cfg)
-    check_run_dir(run_dir, cfg_dict, resume)
+    primary = distributed.is_primary()  # of several processes, only process 0 writes files and logs
+    if primary:  # the others checked before joining the job (`main`); now process 0 may be writing
+        check_run_dir(run_dir, cfg_dict, resume)
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
@@ -103,10 +106,12 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     else:
         done = 0
         rs = setup.init(jax.random.PRNGKey(cfg.seed))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-    manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
-    wb = init_wandb(cfg, run_dir, use_wandb, resume)
+    if primary:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
+    manager = C.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)  # every process: Orbax saves in step
+    wb = init_wandb(cfg, run_dir, use_wandb and primary, resume)
+    no_bar, quiet = quiet or not primary, quiet and primary  # the other processes print nothing
     psro_s, psro_rows = 0.0, []
     if PSRO.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
         psro_rows = PSRO.read_iterations(run_dir, cfg, done - 1)
@@ -119,7 +124,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
     compile_s = time.time() - t0
     keys = PROGRESS_KEYS[cfg.algo]
-    prog, task = progress_bar(cfg.num_chunks, done, quiet)
+    prog, task = progress_bar(cfg.num_chunks, done, no_bar)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
     history = []
     with prog:
@@ -165,7 +170,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
     if PSRO.iteration_chunks(cfg):
         summary.update(psro=psro_rows, psro_seconds=psro_s)
-    if stop == cfg.num_chunks:
+    if stop == cfg.num_chunks and primary:
         export(setup, rs, run_dir)
         if cfg.eval_games > 0:
             t2 = time.time()
@@ -175,7 +180,8 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
                        step=int(last["step"]) + PSRO.update_offset(cfg, cfg.num_chunks))
     summary["wall_seconds"] = time.time() - t_start
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if primary:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if wb is not None:
         wb.summary.update({k: v for k, v in summary.items() if np.ndim(v) == 0})
         wb.finish()
@@ -195,7 +201,12 @@ def parse_args(argv=None):
     ap.add_argument("--host-devices", type=positive_int, default=None,
                     help="on a CPU, XLA devices to split it into for the data-parallel step "
                          "(default: one per core; 1: one device; see coupjax.devices)")
-    return ap.parse_args(argv)
+    distributed.add_flags(ap)
+    args = ap.parse_args(argv)
+    problem = distributed.check_flags(args)
+    if problem:
+        ap.error(problem)
+    return args
 
 
 def describe_summary(summary: dict, run_dir) -> str:
@@ -220,17 +231,24 @@ def main(argv=None) -> int:
         if isinstance(cfg, BCConfig) and args.resume:
             raise RunDirError("--resume: behaviour cloning runs are not checkpointed; start a new --run-dir")
         check_run_dir(args.run_dir, config_to_dict(cfg), args.resume)
+        if distributed.wanted(args) and (isinstance(cfg, BCConfig) or PSRO.iteration_chunks(cfg)):
+            raise ConfigError("behaviour cloning and PSRO runs train in one process; drop --coordinator "
+                              "(or the launcher's several tasks)")
     except (ConfigError, RunDirError) as err:
         fail(prog, err)
     use_host_cores(args.host_devices)  # before JAX starts its backends
+    distributed.initialize(args)  # several processes: one job, one global mesh (docs/scaling.md)
     os.environ.setdefault("WANDB_MODE", "offline")
     if isinstance(cfg, BCConfig):
         from training.bc import run_bc
 
         summary = run_bc(cfg, args.run_dir, use_wandb=not args.no_wandb, quiet=args.quiet)
     else:
-        summary = run_training(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
-    print(describe_summary(summary, args.run_dir))
+        with distributed.fail_on_lost_peer(prog):
+            summary = run_training(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb,
+                                   quiet=args.quiet)
+    if distributed.is_primary():
+        print(describe_summary(summary, args.run_dir))
     return 0
 
 
