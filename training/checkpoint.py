@@ -51,8 +51,8 @@ def restore_checkpoint(directory, target, step: int | None = None):
 
     ``target``: a pytree of arrays or ShapeDtypeStructs giving the structure, shapes and
     dtypes.  With several processes the state comes back as arrays placed by
-    ``target``'s shardings (each process reads its shards).  Raises ValueError naming the directory when there is no checkpoint or it
-    cannot be read.
+    ``target``'s shardings (each process reads its shards).  Raises ValueError naming
+    the directory when there is no checkpoint or it cannot be read.
     """
     d = Path(directory)
     if not d.is_dir():
