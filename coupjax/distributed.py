@@ -24,9 +24,10 @@ from contextlib import contextmanager
 
 AUTO_ENV = "COUPJAX_DISTRIBUTED"
 PEER_TIMEOUT = 100  # seconds without a heartbeat before a peer counts as dead (JAX's default)
+BARRIER_TIMEOUT = 3600  # seconds a barrier waits for a slow peer (a dead one is caught by the heartbeat)
 EXIT_LOST_PEER = 3
 
-_STATE = {"initialized": False}
+_STATE = {"initialized": False, "barriers": 0}
 
 
 def add_flags(parser) -> None:
@@ -110,18 +111,30 @@ def sum_over_processes(tree):
     import numpy as np
     from jax.experimental import multihost_utils
 
+    barrier("sum_over_processes")  # gloo gives a peer 30 s to join its first collective
     gathered = multihost_utils.process_allgather(tree, tiled=False)
     return jax.tree.map(lambda x: np.asarray(x).sum(axis=0).astype(np.asarray(x).dtype), gathered)
 
 
-def barrier(name: str) -> None:
-    """Wait until every process reaches ``name`` (nothing with one process)."""
+def barrier(name: str, timeout: float = BARRIER_TIMEOUT) -> None:
+    """Wait up to ``timeout`` seconds until every process reaches its same-numbered
+    barrier (nothing with one process).  Through the coordination service, not a
+    collective: a peer still compiling may take minutes, and gloo allows 30 s to the
+    first collective of a job."""
     import jax
 
-    if jax.process_count() > 1:
+    if jax.process_count() == 1:
+        return
+    _STATE["barriers"] += 1
+    from jax._src import distributed as jax_distributed  # the client `jax.distributed.initialize` made
+
+    client = jax_distributed.global_state.client
+    if client is None or not hasattr(client, "wait_at_barrier"):
         from jax.experimental import multihost_utils
 
         multihost_utils.sync_global_devices(name)
+        return
+    client.wait_at_barrier(f"coupjax:{_STATE['barriers']}:{name}", int(timeout * 1000))
 
 
 @contextmanager

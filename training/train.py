@@ -123,6 +123,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     t0 = time.time()
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
     compile_s = time.time() - t0
+    distributed.barrier("compiled")  # several processes: all compiled before the first collective
     keys = PROGRESS_KEYS[cfg.algo]
     prog, task = progress_bar(cfg.num_chunks, done, no_bar)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
@@ -186,6 +187,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
         wb.summary.update({k: v for k, v in summary.items() if np.ndim(v) == 0})
         wb.finish()
     manager.close()
+    distributed.barrier("run written")  # the others wait for process 0's export, evaluation and summary
     return summary
 
 
