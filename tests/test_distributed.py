@@ -183,9 +183,14 @@ def test_a_dead_peer_ends_the_job_with_one_line(tmp_path):
                     "--quiet", "--host-devices", "1"], log, 2, peer_timeout=10)
     deadline = time.monotonic() + TIMEOUT
     try:
-        while '"chunk": 2' not in Path(f"{log}.0").read_text():
-            assert procs[0].poll() is None and time.monotonic() < deadline, Path(f"{log}.0").read_text()[-2000:]
-            time.sleep(1)
+        while True:
+            alive = procs[0].poll() is None and procs[1].poll() is None  # before reading: no race
+            if '"chunk": 2' in Path(f"{log}.0").read_text():
+                break
+            assert alive and time.monotonic() < deadline, (
+                f"before the kill: process 0 {procs[0].poll()}, process 1 {procs[1].poll()}\n"
+                + Path(f"{log}.0").read_text()[-1500:] + Path(f"{log}.1").read_text()[-1500:])
+            time.sleep(0.5)
         procs[1].kill()
         procs[0].wait(timeout=120)
     finally:
