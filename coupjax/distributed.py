@@ -64,9 +64,11 @@ def wanted(args=None) -> bool:
     return any(_int_env(name) > 1 for name in ("SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"))
 
 
-def initialize(args=None) -> int:
+def initialize(args=None, prog: str | None = None) -> int:
     """Join the job (flags in ``args``, else JAX's detection when `wanted`); returns the
-    number of processes (1: nothing done).  Call before anything starts JAX's backends."""
+    number of processes (1: nothing done).  Call before anything starts JAX's backends.
+    With ``prog``, a job that cannot be joined (no coordinator found, peers missing past
+    the timeout) ends this process with one line and status `EXIT_LOST_PEER`."""
     if _STATE["initialized"]:
         import jax
 
@@ -78,11 +80,18 @@ def initialize(args=None) -> int:
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     timeout = int(getattr(args, "peer_timeout", None) or PEER_TIMEOUT)
     kwargs = dict(heartbeat_timeout_seconds=timeout, shutdown_timeout_seconds=timeout,
-                  initialization_timeout=max(timeout, 60))
+                  initialization_timeout=max(timeout, 300))  # pods and nodes may start minutes apart
     if args is not None and args.coordinator is not None:
         kwargs.update(coordinator_address=args.coordinator, num_processes=args.num_processes,
                       process_id=args.process_id)
-    jax.distributed.initialize(**kwargs)
+    try:
+        jax.distributed.initialize(**kwargs)
+    except Exception as err:  # noqa: BLE001 - JAX raises ValueError, RuntimeError or its runtime errors
+        if prog is None:
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"{prog}: could not join the job of several processes ({first[:300]})", file=sys.stderr, flush=True)
+        sys.exit(EXIT_LOST_PEER)
     _STATE["initialized"] = True
     return jax.process_count()
 

@@ -67,7 +67,7 @@ def main(argv=None) -> dict:
             describe_spec(spec)
         except PolicySpecError as err:
             fail(prog, err)
-    distributed.initialize(args)  # several processes: each plays its share of the tables
+    distributed.initialize(args, prog)  # several processes: each plays its share of the tables
     env = Env(args.players)
     with output.progress(transient=True, disable=not distributed.is_primary()) as progress, \
             distributed.fail_on_lost_peer(prog):

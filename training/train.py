@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     except (ConfigError, RunDirError) as err:
         fail(prog, err)
     use_host_cores(args.host_devices)  # before JAX starts its backends
-    distributed.initialize(args)  # several processes: one job, one global mesh (docs/scaling.md)
+    distributed.initialize(args, prog)  # several processes: one job, one global mesh (docs/scaling.md)
     os.environ.setdefault("WANDB_MODE", "offline")
     if isinstance(cfg, BCConfig):
         from training.bc import run_bc
