@@ -7,7 +7,9 @@ grows when hosts are added; docs/scaling.md).  Each job is ``python -m
 training.train`` on ``--config`` cut to ``--chunks`` chunks of ``--updates`` iterations,
 started on 127.0.0.1 with `coupjax.distributed`'s flags; its env steps per second are
 the last chunk's (the first call of a compiled chunk does one-off work), read from the
-run's ``summary.json``.  Compile time is reported apart.  On a host with fewer cores
+run's ``summary.json``.  Compile time is reported apart.  A third job, one process of N
+devices with the same games, does the same work without the process boundary (its
+collectives in memory instead of over gloo).  On a host with fewer cores
 than processes the processes share cores and the figure says nothing about hosts.
 """
 from __future__ import annotations
@@ -35,17 +37,20 @@ def _free_port() -> int:
 
 
 def run_job(processes: int, config: str, num_envs: int, batch_size: int | None, updates: int, chunks: int,
-            overrides, work: Path, timeout: float) -> dict:
-    """One training job of ``processes`` processes x 1 device; its summary's figures."""
-    run_dir = work / f"p{processes}"
+            overrides, work: Path, timeout: float, devices: int = 1) -> dict:
+    """One training job of ``processes`` processes x 1 device (or one process of
+    ``devices`` devices); its summary's figures."""
+    shards = processes * devices
+    run_dir = work / f"p{processes}d{devices}"
     env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
-    env["XLA_FLAGS"] = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
-    sets = [f"num_envs={num_envs * processes}", f"updates_per_chunk={updates}", f"num_chunks={chunks}",
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f]
+    env["XLA_FLAGS"] = " ".join(flags + ([f"--xla_force_host_platform_device_count={devices}"] if devices > 1 else []))
+    sets = [f"num_envs={num_envs * shards}", f"updates_per_chunk={updates}", f"num_chunks={chunks}",
             f"checkpoint_every={chunks}", "eval_games=0", *overrides]
     if batch_size is not None:  # DQN: the samples of an update grow with the games
-        sets.append(f"batch_size={batch_size * processes}")
+        sets.append(f"batch_size={batch_size * shards}")
     cmd = [sys.executable, "-m", "training.train", "--config", config, "--run-dir", str(run_dir), "--no-wandb",
-           "--quiet", "--host-devices", "1"] + [a for s in sets for a in ("--set", s)]
+           "--quiet", "--host-devices", str(devices)] + [a for s in sets for a in ("--set", s)]
     port = _free_port()
     job = [["--coordinator", f"127.0.0.1:{port}", "--num-processes", str(processes), "--process-id", str(i)]
            if processes > 1 else [] for i in range(processes)]
@@ -65,7 +70,7 @@ def run_job(processes: int, config: str, num_envs: int, batch_size: int | None, 
             raise RuntimeError(f"the {processes}-process job failed ({p.returncode}): {out.strip()[-1500:]}")
     summary = json.loads((run_dir / "summary.json").read_text())
     last = summary["history"][-1]
-    return {"processes": processes, "devices": processes, "games": num_envs * processes,
+    return {"processes": processes, "devices": shards, "games": num_envs * shards,
             "env_steps_per_s": last["env_steps_per_s"], "chunk_seconds": last["chunk_seconds"],
             "compile_seconds": summary["compile_seconds"], "wall_seconds": time.time() - t0}
 
@@ -94,9 +99,9 @@ def main(argv=None) -> dict:
     batch = args.batch_size if algo == "dqn" else None
     rows = []
     with tempfile.TemporaryDirectory() as work:
-        for n in (1, args.processes):
+        for n, d in ((1, 1), (args.processes, 1), (1, args.processes)):  # the last: the same work in one process
             rows.append(run_job(n, args.config, args.num_envs, batch, args.updates, args.chunks, args.set,
-                                Path(work), args.timeout))
+                                Path(work), args.timeout, devices=d))
     base = rows[0]["env_steps_per_s"]
     for r in rows:
         r["speedup"] = r["env_steps_per_s"] / base
@@ -104,12 +109,12 @@ def main(argv=None) -> dict:
               "load_average": list(os.getloadavg()), "rows": rows}
     from rich.table import Table
 
-    table = Table(title=f"{result['config']}: 1 vs {args.processes} processes, 1 device and {args.num_envs} games each")
-    for col in ("processes", "games", "env steps/s", "x 1 process", "chunk s", "compile s"):
+    table = Table(title=f"{result['config']}: 1 vs {args.processes} processes, {args.num_envs} games per device")
+    for col in ("processes", "devices", "games", "env steps/s", "x 1 process", "chunk s", "compile s"):
         table.add_column(col, justify="right")
     for r in rows:
-        table.add_row(str(r["processes"]), f"{r['games']:,}", f"{r['env_steps_per_s']:,.0f}", f"{r['speedup']:.2f}",
-                      f"{r['chunk_seconds']:.2f}", f"{r['compile_seconds']:.0f}")
+        table.add_row(str(r["processes"]), str(r["devices"]), f"{r['games']:,}", f"{r['env_steps_per_s']:,.0f}",
+                      f"{r['speedup']:.2f}", f"{r['chunk_seconds']:.2f}", f"{r['compile_seconds']:.0f}")
     output.console().print(table)
     output.console().print(f"load average {result['load_average'][0]:.1f} on {result['cpu_count']} cores")
     if args.out:
