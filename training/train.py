@@ -100,6 +100,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
+    distributed.barrier("set up")  # several processes: gloo waits only 30 s for a peer's first collective
     if resume:
         host, _, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
         rs = setup.put(host)
@@ -123,7 +124,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     t0 = time.time()
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
     compile_s = time.time() - t0
-    distributed.barrier("compiled")  # several processes: all compiled before the first collective
+    distributed.barrier("compiled")  # several processes: all compiled before the next collective
     keys = PROGRESS_KEYS[cfg.algo]
     prog, task = progress_bar(cfg.num_chunks, done, no_bar)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
