@@ -100,13 +100,16 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
-    distributed.barrier("set up")  # several processes: gloo waits only 30 s for a peer's first collective
     if resume:
         host, _, done = C.restore_checkpoint(ckpt_dir, setup.abstract_state())
         rs = setup.put(host)
     else:
         done = 0
-        rs = setup.init(jax.random.PRNGKey(cfg.seed))
+        key = jax.random.PRNGKey(cfg.seed)
+        # several processes: compiled in each, then run together (gloo waits 30 s for a peer's first collective)
+        init = setup.init.lower(key).compile() if jax.process_count() > 1 else setup.init
+        distributed.barrier("init compiled")
+        rs = init(key)
     if primary:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
