@@ -159,7 +159,7 @@ def fail_on_lost_peer(prog: str):
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print(f"{prog}: process {process_index()}: a peer process of this job stopped or cannot be reached "
               f"({first[:300]}); exiting", file=sys.stderr, flush=True)
-        os._exit(EXIT_LOST_PEER)  # skip JAX's shutdown barrier, which would wait for the dead peer
+        os._exit(EXIT_LOST_PEER)  # not sys.exit: JAX's shutdown at exit aborts with a stack trace on a lost peer
 
 
 def _int_env(name: str) -> int:

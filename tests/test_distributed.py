@@ -192,7 +192,9 @@ def test_a_dead_peer_ends_the_job_with_one_line(tmp_path):
                 + Path(f"{log}.0").read_text()[-1500:] + Path(f"{log}.1").read_text()[-1500:])
             time.sleep(0.5)
         procs[1].kill()
+        t_kill = time.monotonic()
         procs[0].wait(timeout=120)
+        print(f"process 0 exited {time.monotonic() - t_kill:.1f} s after its peer was killed")
     finally:
         for p in procs:
             p.kill()
