@@ -16,6 +16,11 @@ continues with the identical next chunk.  At the end ``DIR/export/`` is written
 ``psro_every`` fits a best response to its network between chunks (`training.psro`).
 
 BC: collects games of the scripted teachers, fits, exports (``training.bc``).
+
+Several processes, one job (``--coordinator HOST:PORT --num-processes N --process-id
+I``, or a SLURM / Open MPI launch; `coupjax.distributed`, docs/scaling.md): the games
+span every process's devices, each process saves and restores its shards of the
+checkpoints, and process 0 alone writes the rest of the run directory.
 """
 from __future__ import annotations
 
