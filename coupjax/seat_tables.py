@@ -28,6 +28,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from coupjax import devices as mesh_devices
+from coupjax import distributed
 from coupjax import rollout
 from coupjax.game import board
 from coupjax.game.tables import tables
@@ -386,11 +387,13 @@ def seat_index(seats, opponents, tested: int, num_players: int) -> np.ndarray:
 
 def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dict | None = None):
     """The seat table of `play_tables`, compiled once: ``play(num_games, seed, chunk=1000,
-    progress=None, params=None) -> spec -> summarize row``.
+    progress=None, params=None, split=False) -> spec -> summarize row``.
 
     Keep ``play`` to replay tables without recompiling; ``params`` (spec -> parameters)
     replaces the parameters of `ParamPolicy` entries (built policies in ``policies``),
-    e.g. a learned network's per training seed.
+    e.g. a learned network's per training seed.  ``split``: the processes of a
+    multi-process job (`coupjax.distributed`) each play every P-th chunk of tables and
+    pool their rows, so every one of them returns the one-process result exactly.
     """
     n = env.num_players
     built = dict(policies or {})
@@ -409,7 +412,8 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
     param_specs = [spec for spec, i in sorted(where.items(), key=lambda kv: kv[1])
                    if isinstance(entries[i], ParamPolicy)]
 
-    def play(num_games: int, seed: int, chunk: int = 1000, progress=None, params: dict | None = None) -> dict:
+    def play(num_games: int, seed: int, chunk: int = 1000, progress=None, params: dict | None = None,
+             split: bool = False) -> dict:
         unknown = set(params or {}) - set(param_specs)
         if unknown:
             raise ValueError(f"params given for {sorted(map(str, unknown))}, which are no ParamPolicy entries")
@@ -422,12 +426,19 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
         capacity = tuple(np.max([capacities(_padded(idx[:chunk], chunk), len(entries)) for idx in index.values()],
                                 axis=0))
         capacity = tuple(min(int(c), chunk) if c else 0 for c in capacity)
+        starts = range(0, num_games, chunk)
+        mine = starts[distributed.process_index()::jax.process_count()] if split else starts
         results = {}
         for spec in specs:
             idx_all = index[spec]
-            wins, places, entropy, decisions = [], [], 0.0, 0
-            task = progress.add_task(str(spec), total=num_games) if progress else None
-            for start in range(0, num_games, chunk):
+            # per chunk: its tables' rows (zero where another process plays it), entropy, decisions
+            K = len(starts)
+            rows_of = {"wins": np.zeros((K, chunk), np.int32), "places": np.zeros((K, chunk), np.int32),
+                       "entropy": np.zeros(K, np.float32), "decisions": np.zeros(K, np.int32)}
+            here = sum(min(chunk, num_games - s) for s in mine)
+            task = progress.add_task(str(spec), total=here) if progress else None
+            for start in mine:
+                k = start // chunk
                 idx = idx_all[start:start + chunk]
                 real = len(idx)
                 keys = game_keys(seed, start, chunk)
@@ -438,30 +449,39 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
                     raise RuntimeError("a game did not finish within the arena's step bound")
                 seat = seats[start:start + real]
                 rows = np.arange(real)
-                wins.append(stats["wins"][rows, seat])
-                places.append(stats["placement"][rows, seat])
-                entropy += float(stats["entropy"][rows, seat].sum())
-                decisions += int(stats["decisions"][rows, seat].sum())
+                rows_of["wins"][k, :real] = stats["wins"][rows, seat]
+                rows_of["places"][k, :real] = stats["placement"][rows, seat]
+                rows_of["entropy"][k] = stats["entropy"][rows, seat].sum()
+                rows_of["decisions"][k] = stats["decisions"][rows, seat].sum()
                 if progress:
                     progress.advance(task, real)
-            results[spec] = summarize(np.concatenate(wins), np.concatenate(places), entropy, decisions)
+            if split:
+                rows_of = distributed.sum_over_processes(rows_of)
+            real = [min(chunk, num_games - s) for s in starts]
+            wins = np.concatenate([rows_of["wins"][k, :r] for k, r in enumerate(real)])
+            places = np.concatenate([rows_of["places"][k, :r] for k, r in enumerate(real)])
+            entropy = 0.0
+            for e in rows_of["entropy"]:  # in chunk order, as one process adds them
+                entropy += float(e)
+            results[spec] = summarize(wins, places, entropy, int(rows_of["decisions"].sum()))
         return results
 
     return play
 
 
 def play_tables(env, specs, num_games: int, seed: int, *, pool=OPPONENTS, opponents=None, chunk: int = 1000,
-                progress=None, policies: dict | None = None) -> dict:
+                progress=None, policies: dict | None = None, split: bool = False) -> dict:
     """The seat table: each spec in one seat of ``num_games`` tables (module doc).
 
     Without ``opponents`` the other seats are drawn uniformly from ``pool`` (names or
     specs); with ``opponents`` (a spec) every other seat plays it (head-to-head).  Every
     spec plays the same tables (seats, opponents, game keys: common random numbers).
-    ``policies``: spec -> already built policy, to skip resolving.  Returns spec ->
-    `summarize` row.
+    ``policies``: spec -> already built policy, to skip resolving.  ``split``: the
+    processes of a multi-process job share the tables (`make_seat_table`).  Returns spec
+    -> `summarize` row.
     """
     play = make_seat_table(env, specs, pool=pool, opponents=opponents, policies=policies)
-    return play(num_games, seed, chunk, progress)
+    return play(num_games, seed, chunk, progress, split=split)
 
 
 def run_games(env, seat_policies, key, num_games: int, max_steps: int = MAX_STEPS):

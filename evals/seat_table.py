@@ -12,6 +12,10 @@ definition in `coupjax.seat_tables`.  The JSON maps each ``--policy`` argument, 
 given, to ``win_rate``, ``ci95_low``, ``ci95_high`` (Wilson interval over tables),
 ``mean_placement`` (1 = first), ``action_entropy`` (mean nats per decision), ``games``
 and ``wins``.  Seeds used to tune are refused (`coupjax.seeds`).
+
+Several processes (``--coordinator HOST:PORT --num-processes N --process-id I``, or a
+SLURM / Open MPI launch; `coupjax.distributed`) share the tables chunk by chunk and pool
+them: the counts are exactly those of one process; process 0 prints and writes ``--out``.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from rich.table import Table
 
 from coupjax.seat_tables import play_tables
 from coupjax import console
+from coupjax import distributed
 from coupjax.args import Parser, fail, positive_int, report_seed
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
@@ -52,16 +57,24 @@ def main(argv=None) -> dict:
     ap.add_argument("--chunk", type=positive_int, default=1000,
                     help="tables per jitted call (results do not depend on it)")
     ap.add_argument("--out", type=Path)
+    distributed.add_flags(ap)
     args = ap.parse_args(argv)
-    env = Env(args.players)
+    problem = distributed.check_flags(args)
+    if problem:
+        ap.error(problem)
     for spec in args.policy + ([args.opponents] if args.opponents else []):
         try:
             describe_spec(spec)
         except PolicySpecError as err:
             fail(prog, err)
-    with console.progress(transient=True) as progress:
+    distributed.initialize(args, prog)  # several processes: each plays its share of the tables
+    env = Env(args.players)
+    with console.progress(transient=True, disable=not distributed.is_primary()) as progress, \
+            distributed.fail_on_lost_peer(prog):
         results = play_tables(env, args.policy, args.games, args.seed, opponents=args.opponents,
-                              chunk=args.chunk, progress=progress)
+                              chunk=args.chunk, progress=progress, split=True)
+    if not distributed.is_primary():
+        return results
     against = f"3 x {args.opponents}" if args.opponents else "opponents from the pool"
     console.console().print(render_table(results, f"seat table: {args.games:,} tables, {args.players} players, {against}, "
                                           f"seed {args.seed}"))

@@ -4,7 +4,10 @@ Checkpoints (``RUN/checkpoints/<step>/``, `orbax.checkpoint.CheckpointManager`):
 ``state`` is the full `training.dqn.RunnerState` as host arrays (params, target
 params, optimiser state, replay buffer, the games of the learner's view, RNG key,
 counters), item ``config`` the run's config as JSON.  The step is the number of chunks
-done.  Restoring onto the same config gives the identical next chunk.
+done.  Restoring onto the same config gives the identical next chunk.  With several
+processes (`coupjax.distributed`) the state's arrays span hosts: every process saves and
+restores its own shards through Orbax's multi-process API (process 0 writes the
+metadata), so the directory must be on storage that every host sees.
 
 Export (``RUN/export/``): ``params.msgpack`` (`flax.serialization`) and ``policy.json``,
 read by `coupjax.inference.load_policy`.
@@ -28,8 +31,9 @@ def checkpoint_manager(directory, max_to_keep: int = 2, create: bool = True) -> 
 
 
 def save_checkpoint(manager: ocp.CheckpointManager, step: int, state, config: dict) -> None:
-    """Save ``state`` (any pytree; fetched to host) and ``config`` (JSON-able) at ``step``."""
-    host = jax.device_get(state)
+    """Save ``state`` (any pytree; fetched to host, or its arrays as they are when they
+    span several processes) and ``config`` (JSON-able) at ``step``.  Every process calls it."""
+    host = state if jax.process_count() > 1 else jax.device_get(state)
     manager.save(int(step), args=ocp.args.Composite(state=ocp.args.StandardSave(host),
                                                     config=ocp.args.JsonSave(config)), force=True)
     manager.wait_until_finished()
@@ -46,8 +50,9 @@ def restore_checkpoint(directory, target, step: int | None = None):
     """(host state shaped like ``target``, config dict, step) of the latest (or given) step.
 
     ``target``: a pytree of arrays or ShapeDtypeStructs giving the structure, shapes and
-    dtypes.  Raises ValueError naming the directory when there is no checkpoint or it
-    cannot be read.
+    dtypes.  With several processes the state comes back as arrays placed by
+    ``target``'s shardings (each process reads its shards).  Raises ValueError naming
+    the directory when there is no checkpoint or it cannot be read.
     """
     d = Path(directory)
     if not d.is_dir():
@@ -56,15 +61,16 @@ def restore_checkpoint(directory, target, step: int | None = None):
     step = manager.latest_step() if step is None else int(step)
     if step is None:
         raise ValueError(f"no checkpoint in {str(d)!r}")
-    host_target = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), target)
+    several = jax.process_count() > 1
+    host_target = target if several else jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), target)
     try:
         out = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(host_target),
                                                             config=ocp.args.JsonRestore()))
     except Exception as e:  # orbax raises many kinds on damaged files
         where = str(d / str(step))
         raise ValueError(f"corrupt or incompatible checkpoint {where!r}: {type(e).__name__}: {e}") from None
-    state = jax.tree.map(np.asarray, out["state"])
-    got = [(np.shape(a), np.asarray(a).dtype) for a in jax.tree.leaves(state)]
+    state = out["state"] if several else jax.tree.map(np.asarray, out["state"])
+    got = [(tuple(a.shape), np.dtype(a.dtype)) for a in jax.tree.leaves(state)]
     want = [(tuple(x.shape), np.dtype(x.dtype)) for x in jax.tree.leaves(target)]
     if got != want:
         raise ValueError(f"checkpoint {str(d / str(step))!r} does not match this config's state shapes")

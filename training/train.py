@@ -16,6 +16,11 @@ continues with the identical next chunk.  At the end ``DIR/export/`` is written
 ``psro_every`` fits a best response to its network between chunks (`training.psro`).
 
 BC: collects games of the scripted teachers, fits, exports (``training.bc``).
+
+Several processes, one job (``--coordinator HOST:PORT --num-processes N --process-id
+I``, or a SLURM / Open MPI launch; `coupjax.distributed`, docs/scaling.md): the games
+span every process's devices, each process saves and restores its shards of the
+checkpoints, and process 0 alone writes the rest of the run directory.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax import distributed
 from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.devices import use_host_cores
 from training import psro
@@ -93,7 +99,9 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     t_start = time.time()
     run_dir = Path(run_dir)
     cfg_dict = config_to_dict(cfg)
-    check_run_dir(run_dir, cfg_dict, resume)
+    primary = distributed.is_primary()  # of several processes, only process 0 writes files and logs
+    if primary:  # the others checked before joining the job (`main`); now process 0 may be writing
+        check_run_dir(run_dir, cfg_dict, resume)
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
@@ -102,11 +110,17 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
         rs = setup.put(host)
     else:
         done = 0
-        rs = setup.init(jax.random.PRNGKey(cfg.seed))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-    manager = checkpoint.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)
-    wb = init_wandb(cfg, run_dir, use_wandb, resume)
+        key = jax.random.PRNGKey(cfg.seed)
+        # several processes: compiled in each, then run together (gloo waits 30 s for a peer's first collective)
+        init = setup.init.lower(key).compile() if jax.process_count() > 1 else setup.init
+        distributed.barrier("init compiled")
+        rs = init(key)
+    if primary:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
+    manager = checkpoint.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)  # every process: Orbax saves in step
+    wb = init_wandb(cfg, run_dir, use_wandb and primary, resume)
+    no_bar, quiet = quiet or not primary, quiet and primary  # the other processes print nothing
     psro_s, psro_rows = 0.0, []
     if psro.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
         psro_rows = psro.read_iterations(run_dir, cfg, done - 1)
@@ -118,8 +132,9 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     t0 = time.time()
     chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
     compile_s = time.time() - t0
+    distributed.barrier("compiled")  # several processes: all compiled before the next collective
     keys = PROGRESS_KEYS[cfg.algo]
-    prog, task = progress_bar(cfg.num_chunks, done, quiet)
+    prog, task = progress_bar(cfg.num_chunks, done, no_bar)
     train_s, env_steps, transitions, last = 0.0, 0, 0, {}
     history = []
     with prog:
@@ -165,7 +180,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
     if psro.iteration_chunks(cfg):
         summary.update(psro=psro_rows, psro_seconds=psro_s)
-    if stop == cfg.num_chunks:
+    if stop == cfg.num_chunks and primary:
         export(setup, rs, run_dir)
         if cfg.eval_games > 0:
             t2 = time.time()
@@ -175,11 +190,13 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
                        step=int(last["step"]) + psro.update_offset(cfg, cfg.num_chunks))
     summary["wall_seconds"] = time.time() - t_start
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
+    if primary:
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
     if wb is not None:
         wb.summary.update({k: v for k, v in summary.items() if np.ndim(v) == 0})
         wb.finish()
     manager.close()
+    distributed.barrier("run written")  # the others wait for process 0's export, evaluation and summary
     return summary
 
 
@@ -195,7 +212,12 @@ def parse_args(argv=None):
     ap.add_argument("--host-devices", type=positive_int, default=None,
                     help="on a CPU, XLA devices to split it into for the data-parallel step "
                          "(default: one per core; 1: one device; see coupjax.devices)")
-    return ap.parse_args(argv)
+    distributed.add_flags(ap)
+    args = ap.parse_args(argv)
+    problem = distributed.check_flags(args)
+    if problem:
+        ap.error(problem)
+    return args
 
 
 def describe_summary(summary: dict, run_dir) -> str:
@@ -220,17 +242,24 @@ def main(argv=None) -> int:
         if isinstance(cfg, BCConfig) and args.resume:
             raise RunDirError("--resume: behaviour cloning runs are not checkpointed; start a new --run-dir")
         check_run_dir(args.run_dir, config_to_dict(cfg), args.resume)
+        if distributed.wanted(args) and (isinstance(cfg, BCConfig) or psro.iteration_chunks(cfg)):
+            raise ConfigError("behaviour cloning and PSRO runs train in one process; drop --coordinator "
+                              "(or the launcher's several tasks)")
     except (ConfigError, RunDirError) as err:
         fail(prog, err)
     use_host_cores(args.host_devices)  # before JAX starts its backends
+    distributed.initialize(args, prog)  # several processes: one job, one global mesh (docs/scaling.md)
     os.environ.setdefault("WANDB_MODE", "offline")
     if isinstance(cfg, BCConfig):
         from training.bc import run_bc
 
         summary = run_bc(cfg, args.run_dir, use_wandb=not args.no_wandb, quiet=args.quiet)
     else:
-        summary = run_training(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
-    print(describe_summary(summary, args.run_dir))
+        with distributed.fail_on_lost_peer(prog):
+            summary = run_training(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb,
+                                   quiet=args.quiet)
+    if distributed.is_primary():
+        print(describe_summary(summary, args.run_dir))
     return 0
 
 
