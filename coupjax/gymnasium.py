@@ -40,8 +40,14 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(f"coupjax.gymnasium needs Gymnasium: pip install \"coupjax[gymnasium]\" ({err})") from None
 
+from coupjax import compile_cache
 from coupjax import rules
 from coupjax.seat_tables import MAX_STEPS
+
+# Like every coupjax command: compiled functions are kept between processes, so a second
+# start of an RL script loads the adapter instead of compiling it (COUPJAX_CACHE_DIR=off
+# turns it off; a cache folder the user gave JAX is kept).
+compile_cache.enable()
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
 from coupjax.game import board
 from coupjax.match import compiled

@@ -31,8 +31,14 @@ try:
 except ImportError as err:  # pragma: no cover - depends on the install
     raise ImportError(f"coupjax.pettingzoo needs PettingZoo: pip install \"coupjax[pettingzoo]\" ({err})") from None
 
+from coupjax import compile_cache
 from coupjax import rules
 from coupjax.botarena.protocol import OBSERVATION_HIGH, readable, table_text
+
+# Like every coupjax command: compiled functions are kept between processes, so a second
+# start of an RL script loads the adapter instead of compiling it (COUPJAX_CACHE_DIR=off
+# turns it off; a cache folder the user gave JAX is kept).
+compile_cache.enable()
 from coupjax.game import board
 from coupjax.match import compiled
 
