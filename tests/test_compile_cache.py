@@ -37,6 +37,16 @@ def test_a_second_process_loads_what_the_first_compiled(tmp_path):
     assert second.stdout == first.stdout
 
 
+def test_the_rl_adapters_use_the_cache_like_the_commands(tmp_path):
+    """An RL script never parses coupjax's arguments: importing an adapter turns the cache
+    on (a second start of the script loads the opponents instead of compiling them)."""
+    for module in ("coupjax.gymnasium", "coupjax.pettingzoo"):
+        out = _run({compile_cache.ENV_DIR: str(tmp_path / module)},
+                   f"import {module}, jax; print(jax.config.jax_compilation_cache_dir)")
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip() == str(tmp_path / module)
+
+
 def test_off_writes_nothing_and_the_users_own_jax_folder_wins(tmp_path):
     off = _run({compile_cache.ENV_DIR: "off", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     assert off.returncode == 0, off.stderr[-2000:]
