@@ -169,25 +169,21 @@ def _int_env(name: str) -> int:
         return 0
 
 
-def _count(text: str) -> int:
+def _whole_number(minimum: int, words: str):
+    """An argparse type: a whole number at least ``minimum`` (``words`` says which)."""
     import argparse
 
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {words}, got {text!r}")
+        return value
+
+    return parse
 
 
-def _index(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
+_count = _whole_number(1, "a positive whole number")
+_index = _whole_number(0, "a whole number >= 0")
