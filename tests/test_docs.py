@@ -215,3 +215,27 @@ def test_the_readme_map_follows_the_layer_contract():
     out_of_order = [f"{upper[2]} (rows {upper[0]}-{upper[1]}) should come before {lower[2]} (rows {lower[0]}-{lower[1]})"
                     for k, upper in enumerate(placed) for lower in placed[k + 1:] if upper[1] > lower[0]]
     assert not out_of_order, "README.md's map disagrees with the layer contract:\n" + "\n".join(out_of_order)
+
+
+def _benchmark_figures():
+    """(doc, the figures it quotes, each formatted as the doc writes it) from the committed
+    benchmark outputs under docs/bench/: a figure typed by hand, or a rerun whose JSON was
+    replaced without the doc, fails."""
+    import json
+
+    bench = ROOT / "docs" / "bench"
+    vector = json.loads((bench / "adapters-vector-2026-12-02.json").read_text())["vector"]["loops"]
+    yield "adapters.md", [f"{vector['vector_env']['agent_steps_per_s']:,.0f}",
+                          f"{vector['sync_vector_env']['agent_steps_per_s']:,.0f}",
+                          f"{vector['vector_env']['ratio_to_sync_vector_env']:.1f}x"]
+    rows = json.loads((bench / "processes-2026-12-02.json").read_text())["rows"]
+    earlier = json.loads((bench / "processes-2026-12-02-earlier.json").read_text())["rows"]
+    yield "scaling.md", ([f"| {r['env_steps_per_s']:,.0f} | {r['speedup']:.2f} | {r['chunk_seconds']:.2f} |"
+                          for r in rows] + [f"{r['env_steps_per_s']:,.0f}" for r in earlier])
+
+
+@pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
+def test_quoted_benchmark_figures_are_the_committed_outputs(doc, figures):
+    text = (ROOT / "docs" / doc).read_text()
+    missing = [f for f in figures if f not in text]
+    assert not missing, f"docs/{doc} does not quote {missing} from docs/bench/"
