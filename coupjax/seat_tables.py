@@ -288,9 +288,7 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
         count = G if count is None else min(int(count), G)
         pad = -G % D  # every device holds the same number of games
         keys = jnp.asarray(keys)
-        if pad:
-            keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad, axis=0)])
-            idx = np.concatenate([idx, np.repeat(idx[-1:], pad, axis=0)])
+        keys, idx = pad_rows(keys, G + pad), pad_rows(idx, G + pad)
         prm = default_params if params is None else tuple(params)
         out = _run(keys, jnp.asarray(idx), prm, capacity=capacity, count=jnp.int32(count))
         return jax.tree.map(lambda x: x[:G], out) if pad else out
@@ -323,9 +321,13 @@ def bucket_size(count: int, minimum: int = 16) -> int:
     return max(int(minimum), 1 << max(int(count) - 1, 0).bit_length())
 
 
-def _padded(idx: np.ndarray, rows: int) -> np.ndarray:
-    """``idx`` with its last row repeated up to ``rows`` rows."""
-    return idx if len(idx) >= rows else np.concatenate([idx, np.repeat(idx[-1:], rows - len(idx), axis=0)])
+def pad_rows(x, rows: int):
+    """``x`` (a NumPy or JAX array) with its last row repeated up to ``rows`` rows: a short
+    last batch padded to the shape already compiled (its extra rows are dropped after)."""
+    if len(x) >= rows:
+        return x
+    xp = np if isinstance(x, np.ndarray) else jnp
+    return xp.concatenate([x, xp.repeat(x[-1:], rows - len(x), axis=0)])
 
 
 def game_keys(seed_or_key, start: int, count: int) -> jax.Array:
@@ -423,7 +425,7 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
         chunk = max(1, min(chunk, bucket_size(num_games)))
         index = {spec: seat_index(seats, opp, tested_idx[spec], n) for spec in specs}
         # one capacity for every row and chunk: one compilation
-        capacity = tuple(np.max([capacities(_padded(idx[:chunk], chunk), len(entries)) for idx in index.values()],
+        capacity = tuple(np.max([capacities(pad_rows(idx[:chunk], chunk), len(entries)) for idx in index.values()],
                                 axis=0))
         capacity = tuple(min(int(c), chunk) if c else 0 for c in capacity)
         starts = range(0, num_games, chunk)
@@ -442,7 +444,7 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
                 idx = idx_all[start:start + chunk]
                 real = len(idx)
                 keys = game_keys(seed, start, chunk)
-                idx = _padded(idx, chunk)  # pad the last chunk: one compilation for every chunk
+                idx = pad_rows(idx, chunk)  # pad the last chunk: one compilation for every chunk
                 _, stats = run(keys, jnp.asarray(idx), params=prm, capacity=capacity)
                 stats = jax.device_get(stats)
                 if not np.asarray(stats["finished"])[:real].all():

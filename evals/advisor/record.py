@@ -184,9 +184,7 @@ class QueueRecorder:
         for start in range(0, G, Q):
             k, idx = game_keys[start:start + Q], seat_idx[start:start + Q]
             real = len(idx)
-            if real < Q:
-                k = np.concatenate([k, np.repeat(k[-1:], Q - real, axis=0)])
-                idx = np.concatenate([idx, np.repeat(idx[-1:], Q - real, axis=0)])
+            k, idx = seat_tables.pad_rows(k, Q), seat_tables.pad_rows(idx, Q)
             rows, nrows, per = jax.device_get(self._play(jnp.asarray(k), jnp.asarray(idx)))
             nrows = np.asarray(nrows).reshape(-1)
             if int(nrows.max()) > self.rows_capacity:

@@ -85,9 +85,7 @@ def log_positions(logger, env, condition: str, games: int, seed: int, batch: int
         idx = seats[start:start + batch]
         k = keys[start:start + batch]
         real = len(idx)
-        if real < batch:
-            idx = np.concatenate([idx, np.repeat(idx[-1:], batch - real, axis=0)])
-            k = jnp.concatenate([k, jnp.repeat(k[-1:], batch - real, axis=0)])
+        idx, k = seat_tables.pad_rows(idx, batch), seat_tables.pad_rows(k, batch)
         rec = jax.tree.map(lambda x: np.asarray(x)[:real], logger(k, jnp.asarray(idx, jnp.int32)))
         if not rec["finished"].all():
             raise RuntimeError("a logged game did not finish")
