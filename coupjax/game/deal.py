@@ -24,32 +24,39 @@ from coupjax.state import State
 DEAL_WORDS_PER_SEAT = 1  # two swaps per random word: 2n swaps take n words
 
 
+def _build_template(n: int) -> State:
+    A = tables(n).num_actions
+    i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
+    s = State(
+        current_player=i32(0), observation=jnp.zeros(observation_size(n), jnp.float32),
+        rewards=jnp.zeros(n, jnp.float32), terminated=jnp.array(False), truncated=jnp.array(False),
+        legal_action_mask=jnp.zeros(A, bool), _step_count=i32(0), _turn=i32(0), _phase=i32(rules.PH_ACTION),
+        _hands=i32(0, (n, 2)), _revealed=i32(-1, (n, 2)), _coins=i32(rules.START_COINS, (n,)),
+        _deck=i32(-1, (rules.DECK_SIZE,)), _deck_size=i32(rules.DECK_SIZE - 2 * n), _shuffled=jnp.array(False),
+        _drawn=i32(-1, (2,)), _actor=i32(0), _action=i32(-1), _target=i32(-1), _blocker=i32(-1),
+        _block_role=i32(-1), _after_loss=i32(END_TURN_NEXT), _elim_order=i32(-1, (n,)), _num_elim=i32(0),
+        _claims=i32(0, (n, rules.NUM_ROLES)), _blocks=i32(0, (n, rules.NUM_ROLES)), _challenges_won=i32(0, (n,)),
+        _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _disproven=jnp.zeros((n, rules.NUM_ROLES), bool),
+        _event=blank_event(n),
+    )
+    # any full hands: the legal mask at the start ignores cards; the own-hand part of
+    # the observation is filled in by each deal
+    s = s.replace(legal_action_mask=legal_mask(s), observation=observe(s, s.current_player))
+    own = rules.HAND_SIZE * rules.NUM_ROLES
+    return s.replace(_hands=i32(-1, (n, 2)), observation=s.observation.at[:own].set(0.0))
+
+
 @functools.lru_cache(maxsize=None)
 def template(num_players: int) -> State:
     """The fresh-match state without cards: every seat 2 coins, seat 0 to act, the legal
-    mask of a first turn and the observation without its own-hand part.  Built eagerly
-    (never inside a trace), once per table size."""
+    mask of a first turn and the observation without its own-hand part.  Built once per
+    table size, by one compiled function (op by op it was ~100 small compilations, a
+    second of every process's first deal even with the compilation cache warm), and run
+    at once even when first asked for inside a trace."""
     n = rules.check_num_players(num_players)
-    A = tables(n).num_actions
-    with jax.ensure_compile_time_eval():
-        i32 = lambda v, shape=(): jnp.full(shape, v, jnp.int32)  # noqa: E731
-        s = State(
-            current_player=i32(0), observation=jnp.zeros(observation_size(n), jnp.float32),
-            rewards=jnp.zeros(n, jnp.float32), terminated=jnp.array(False), truncated=jnp.array(False),
-            legal_action_mask=jnp.zeros(A, bool), _step_count=i32(0), _turn=i32(0), _phase=i32(rules.PH_ACTION),
-            _hands=i32(0, (n, 2)), _revealed=i32(-1, (n, 2)), _coins=i32(rules.START_COINS, (n,)),
-            _deck=i32(-1, (rules.DECK_SIZE,)), _deck_size=i32(rules.DECK_SIZE - 2 * n), _shuffled=jnp.array(False),
-            _drawn=i32(-1, (2,)), _actor=i32(0), _action=i32(-1), _target=i32(-1), _blocker=i32(-1),
-            _block_role=i32(-1), _after_loss=i32(END_TURN_NEXT), _elim_order=i32(-1, (n,)), _num_elim=i32(0),
-            _claims=i32(0, (n, rules.NUM_ROLES)), _blocks=i32(0, (n, rules.NUM_ROLES)), _challenges_won=i32(0, (n,)),
-            _challenges_lost=i32(0, (n,)), _renewals=i32(0, (n,)), _disproven=jnp.zeros((n, rules.NUM_ROLES), bool),
-            _event=blank_event(n),
-        )
-        # any full hands: the legal mask at the start ignores cards; the own-hand part of
-        # the observation is filled in by each deal
-        s = s.replace(legal_action_mask=legal_mask(s), observation=observe(s, s.current_player))
-        own = rules.HAND_SIZE * rules.NUM_ROLES
-        s = s.replace(_hands=i32(-1, (n, 2)), observation=s.observation.at[:own].set(0.0))
+    # lowered and compiled explicitly: a compiled function runs at once even inside an
+    # outer trace (a plain jit call there would return tracers)
+    s = jax.jit(_build_template, static_argnums=0).lower(n).compile()()
     # NumPy leaves: constants wherever the template is used, whatever the trace context
     # (a shard_map or a mesh) in which it was first asked for
     return jax.tree.map(np.asarray, s)
