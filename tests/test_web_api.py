@@ -330,12 +330,18 @@ def test_entries_never_wait_for_the_first_advice_to_compile(tmp_path):
     page = enter(client, g["id"], {"seat": 1, "action": "steal:0"})["game"]  # a decision for me: advice wanted
     assert page["advice"] is None and page["advice_pending"] and page["table"]["phase"] == "react"
     assert client.post("/api/warm", json={"num_players": 5}).json()["warm"]["5"]["ready"] is False
+    t0 = time.monotonic()  # the page's long poll: held while the advice compiles, then answered pending
+    assert client.get(f"/api/games/{g['id']}", params={"wait": 0.3}).json()["advice_pending"]
+    assert time.monotonic() - t0 >= 0.3
     gate.set()
+    for _ in range(60):  # each ask is answered as soon as the advice is ready (or after MAX_ADVICE_WAIT)
+        page = client.get(f"/api/games/{g['id']}", params={"wait": 60}).json()
+        if page["advice_pending"] is None:
+            break
+    assert page["advice_pending"] is None and page["advice"] is not None and page["advice_words"]["recommended"]
     deadline = time.time() + 60
     while not all(s["ready"] for s in client.get("/api/info").json()["warm"].values()) and time.time() < deadline:
         time.sleep(0.05)
-    page = client.get(f"/api/games/{g['id']}").json()
-    assert page["advice_pending"] is None and page["advice"] is not None and page["advice_words"]["recommended"]
     assert sorted(asked) == [4, 5]
     assert client.post("/api/warm", json={"num_players": 9}).status_code == 422
 

@@ -121,7 +121,9 @@ def tap(page, selector_or_locator):
     v = version(page)
     loc = page.locator(selector_or_locator) if isinstance(selector_or_locator, str) else selector_or_locator
     loc.first.click()
-    page.wait_for_function(f"document.querySelector('#app').dataset.version !== '{v}'", timeout=WAIT_MS)
+    # rendered since, and no request of the page's in flight (an advice poll may render first)
+    page.wait_for_function(f"document.querySelector('#app').dataset.version !== '{v}' && "
+                           "document.querySelector('#busy').hidden", timeout=WAIT_MS)
     # the server may still be compiling the table's first advice: the page says so and asks again
     page.wait_for_function("!document.querySelector('#advice-progress')", timeout=WAIT_MS)
 

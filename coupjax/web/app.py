@@ -47,6 +47,7 @@ from coupjax.web.words import policy_name
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 MAX_GAMES = 32  # games held in memory (least recently used dropped first; all are on disk)
+MAX_ADVICE_WAIT = 2.0  # seconds a page's long poll for compiling advice is held before it answers
 Style = Literal["cautious", "balanced", "aggressive"]
 
 
@@ -250,7 +251,13 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
             return page(g)
 
     @app.get("/api/games/{gid}", dependencies=api)
-    def get_game(gid: str, search: int | None = None, advice: int = 0):
+    def get_game(gid: str, search: int | None = None, advice: int = 0, wait: float = 0.0):
+        """``wait`` (seconds, at most `MAX_ADVICE_WAIT`): while the table's advice is
+        still compiling, answer when it is ready or after that long (the page's long poll)."""
+        with lock:
+            g = game(gid)
+        if background_advice and isinstance(g, TableGame) and wait > 0:
+            app.state.readiness.wait_for_advice(g.tracker.num_players, min(wait, MAX_ADVICE_WAIT))
         with lock:
             return page(game(gid), search, advice)
 

@@ -64,6 +64,7 @@ class Readiness:
         self._lock = threading.Lock()
         self._started: dict[int, float] = {}
         self._table_ready: dict[int, threading.Event] = {}
+        self._advice_ready: dict[int, threading.Event] = {}
         self._finished: dict[int, float] = {}
         self._errors: dict[int, str] = {}
         self._bots: dict[tuple, threading.Thread] = {}
@@ -75,6 +76,7 @@ class Readiness:
                 return
             self._started[num_players] = time.monotonic()
             self._table_ready[num_players] = threading.Event()
+            self._advice_ready[num_players] = threading.Event()
         threading.Thread(target=self._run, args=(num_players,), daemon=True,
                          name=f"compile-advice-{num_players}").start()
 
@@ -87,6 +89,7 @@ class Readiness:
             self._errors[num_players] = f"{type(err).__name__}: {err}"[:300]
         self._table_ready[num_players].set()
         self._finished[num_players] = time.monotonic()
+        self._advice_ready[num_players].set()
 
     def ensure_bot(self, spec: str, num_players: int, policies_dir=None) -> None:
         """Compile a practice opponent in a background thread, unless started (the caller
@@ -110,6 +113,13 @@ class Readiness:
         """Block until entering events at this table size is compiled (starting it if need be)."""
         self.ensure(num_players)
         self._table_ready[num_players].wait(timeout)
+
+    def wait_for_advice(self, num_players: int, timeout: float) -> None:
+        """Block until the advice for ``num_players`` is compiled, or ``timeout`` seconds:
+        the page's long poll, so the advice shows the moment it can (not at the next tick
+        of a timer) and the progress still updates while it compiles."""
+        self.ensure(num_players)
+        self._advice_ready[num_players].wait(timeout)
 
     def pending(self, num_players: int) -> dict | None:
         """``{"seconds": ..., "players": n}`` while the advice for ``num_players`` compiles

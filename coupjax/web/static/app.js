@@ -362,24 +362,26 @@ function pendingText(p) {
     "enter what happens meanwhile)";
 }
 
-// While the server compiles a table size's first advice, ask again every second; an event
-// entered meanwhile brings a newer page, which asks again itself if still pending.
-function pollAdvice() {
+// While the server compiles a table size's first advice, ask again: the server holds each
+// ask until the advice is ready or a second has passed (a long poll), so the advice shows
+// the moment it can and the progress still ticks.  An event entered meanwhile brings a
+// newer page, which asks again itself if still pending.
+function pollAdvice(delay = 0) {
   clearTimeout(pollAdvice.timer);
   pollAdvice.timer = setTimeout(async () => {
     const g = S.game;
     if (S.screen !== "game" || !g || !g.advice_pending) return;
     try {
-      const res = await fetch(withParams(`/api/games/${g.id}`, searchParam()), { credentials: "same-origin" });
+      const res = await fetch(withParams(`/api/games/${g.id}`, searchParam(), "wait=1"), { credentials: "same-origin" });
       const fresh = res.ok ? await res.json() : null;
-      if (!fresh || S.game !== g || S.screen !== "game") return pollAdvice();
+      if (!fresh || S.game !== g || S.screen !== "game") return pollAdvice(1000);
       S.game = fresh;
       if (!fresh.advice_pending) return render();
       const p = $("#advice-progress");
       if (p) p.textContent = pendingText(fresh.advice_pending);
       pollAdvice();
-    } catch (e) { pollAdvice(); }
-  }, 1000);
+    } catch (e) { pollAdvice(1000); }
+  }, delay);
 }
 
 function warmFor(n, practice) {  // compile the start form's table size (or practice opponent) now
