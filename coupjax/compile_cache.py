@@ -22,11 +22,23 @@ Where it lives:
 ``coupjax cache info`` prints where it is and how big; ``coupjax cache clear`` empties
 it.  Every compilation is cached, small ones too (a minimum compile time of 0 s): on a
 2-core CPU even a "small" policy step takes seconds to compile.
+
+`enable` also makes every compilation itself cheaper: XLA's CPU backend compiles with
+its classic loop emitters instead of the newer fusion emitters
+(``--xla_cpu_use_fusion_emitters=false``, `CPU_COMPILE_FLAGS`).  On this project's
+programs that takes about 40% off each CPU compilation and leaves their speed as it was
+(a seat table of ``honest`` and ``belief_ev``: 8.6 s to 5.0 s to compile, 0.069 s and
+0.073 s per call; ``python -m evals.bench_startup`` measures it end to end).  A value
+the user gives in ``XLA_FLAGS`` for that flag wins; it must be set before JAX starts its
+CPU backend, which `enable` does (the backend starts at the first computation).  XLA
+stops the process on a flag it does not know, so the flags are added only for the
+jaxlib series they were measured on (`CPU_COMPILE_FLAGS_JAXLIB`).
 """
 from __future__ import annotations
 
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 
 ENV_DIR = "COUPJAX_CACHE_DIR"
@@ -35,6 +47,9 @@ DEFAULT_MAX_MB = 2048
 _OFF = {"off", "0", "none", "false", "no"}
 # What JAX writes: one file per executable, plus a last-access stamp per file and a lock.
 _CACHE_FILE_SUFFIXES = ("-cache", "-atime")
+# XLA flags for quicker CPU compiles at the same run speed (module doc).
+CPU_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
+CPU_COMPILE_FLAGS_JAXLIB = ("0.10.",)  # jaxlib versions (prefixes) known to have them
 
 
 def cache_dir() -> Path | None:
@@ -67,6 +82,7 @@ def enable() -> Path | None:
     ``jax.config``; either way it must happen before the first compilation, since JAX
     opens its cache once per process.  A cache folder the user already gave JAX is kept.
     """
+    prefer_quick_cpu_compiles()
     jax = sys.modules.get("jax")
     given = os.environ.get("JAX_COMPILATION_CACHE_DIR") or (jax and jax.config.jax_compilation_cache_dir)
     if given:
@@ -84,6 +100,24 @@ def enable() -> Path | None:
         if jax is not None:
             jax.config.update(name, value)
     return path
+
+
+def prefer_quick_cpu_compiles() -> None:
+    """Add `CPU_COMPILE_FLAGS` to ``XLA_FLAGS``, each unless the user set that flag.
+
+    Inherited by subprocesses; takes effect in this process if JAX's CPU backend has
+    not started yet (the first computation starts it)."""
+    try:
+        jaxlib_version = metadata.version("jaxlib")
+    except metadata.PackageNotFoundError:
+        return
+    if not jaxlib_version.startswith(CPU_COMPILE_FLAGS_JAXLIB):
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    given = {f.split("=")[0] for f in flags.split()}
+    extra = [f for f in CPU_COMPILE_FLAGS if f.split("=")[0] not in given]
+    if extra:
+        os.environ["XLA_FLAGS"] = " ".join([flags, *extra]).strip()
 
 
 def _entries(path: Path):

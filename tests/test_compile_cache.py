@@ -47,6 +47,24 @@ def test_the_rl_adapters_use_the_cache_like_the_commands(tmp_path):
         assert out.stdout.strip() == str(tmp_path / module)
 
 
+def test_quick_cpu_compile_flags_are_added_unless_the_user_set_them(monkeypatch):
+    from importlib import metadata
+
+    import pytest
+
+    if not metadata.version("jaxlib").startswith(compile_cache.CPU_COMPILE_FLAGS_JAXLIB):
+        pytest.skip("the flags are added only on the jaxlib series they were measured on")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+    compile_cache.prefer_quick_cpu_compiles()
+    assert os.environ["XLA_FLAGS"].split() == ["--xla_force_host_platform_device_count=2",
+                                               *compile_cache.CPU_COMPILE_FLAGS]
+    compile_cache.prefer_quick_cpu_compiles()  # once only
+    assert len(os.environ["XLA_FLAGS"].split()) == 2
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    compile_cache.prefer_quick_cpu_compiles()
+    assert os.environ["XLA_FLAGS"] == "--xla_cpu_use_fusion_emitters=true"
+
+
 def test_off_writes_nothing_and_the_users_own_jax_folder_wins(tmp_path):
     off = _run({compile_cache.ENV_DIR: "off", "XDG_CACHE_HOME": str(tmp_path / "xdg")})
     assert off.returncode == 0, off.stderr[-2000:]
