@@ -55,7 +55,7 @@ def test_advised_passes_check_policy(spec):
 def test_advised_keeps_the_base_where_the_advice_is_silent():
     states, _ = _positions()
     keys = jax.random.split(jax.random.PRNGKey(0), 64)
-    base = np.asarray(jax.vmap(resolve_policy("honest", _env()))(keys, states))
+    base = np.asarray(jax.jit(jax.vmap(resolve_policy("honest", _env())))(keys, states))
     advised = np.asarray(jax.vmap(_jitted("advised:honest"))(keys, states))
     phase = np.asarray(states._phase)
     own = (phase == rules.PH_ACTION) | (phase == rules.PH_LOSE) | (phase == rules.PH_EXCHANGE)

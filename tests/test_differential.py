@@ -200,6 +200,7 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
     return stats
 
 
+@pytest.mark.usefixtures("optimized_xla")
 def test_differential_four_players_2000_games():
     stats = run_differential(4, 2000, seed=0)
     assert stats["forfeits"] > 200

@@ -113,6 +113,7 @@ def run_property_games(num_players, num_games, seed=0, max_steps=4000):
     return env, jax.device_get(s), np.asarray(ok), int(steps), np.asarray(returns)
 
 
+@pytest.mark.usefixtures("optimized_xla")
 @pytest.mark.parametrize("num_players", [4, 2, 6])
 def test_invariants_over_random_games(num_players):
     games = PROPERTY_GAMES if num_players == 4 else 512
