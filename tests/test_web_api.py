@@ -440,3 +440,15 @@ def test_practice_names_its_bots_and_narrates_their_moves(client):
         assert bool(g["narration"]) == (moved > 0 or g["done"]), (moved, g["narration"])
     assert g["done"] and g["narration"]  # the ending is said, not only logged
     assert g["narration"][-1].lower().rstrip(".").endswith("game over")
+
+
+def test_the_background_compile_computes_advice_where_the_seat_decides(monkeypatch):
+    """`readiness.compile_advice` warms the advice at states where the tracker's seat is to
+    move (its own turn, and a claim against it once the seats before it passed): advice
+    for a seat not to move is None and would compile nothing."""
+    from coupjax.web import advice_text, readiness
+
+    seen, real = [], advice_text.advice
+    monkeypatch.setattr(advice_text, "advice", lambda state, seat, *a, **k: seen.append(real(state, seat, *a, **k)))
+    readiness.compile_advice(readiness.compile_table(4), search=False)
+    assert seen and all(seen) and {adv["phase"] for adv in seen} == {"action", "react"}

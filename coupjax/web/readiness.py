@@ -33,14 +33,22 @@ def compile_table(num_players: int):
 
 
 def compile_advice(t, search: bool) -> None:
-    """Compile what the advice needs (beliefs, advisor, search) on a tracker of that size."""
+    """Compile what the advice needs (beliefs, advisor, search) on a tracker of that size:
+    at the tracker's seat's own turn and at a claim it may challenge once everyone
+    before it passed (what the page shows first: `advice_text.after_passes`).  Advice is
+    only computed for the seat to move, so each state must have the tracker's seat to move."""
+    from coupjax.tracker import Tracker
     from coupjax.web import advice_text
 
     t.beliefs()
-    advice_text.advice(t.state(), 0, "balanced", False)
-    if search:
-        advice_text.advice(t.state(), 0, "balanced", True)
-    advice_text.after_passes(t.state(), 0, [0])
+    seat, state = t.seat, t.state()
+    reacting = advice_text.after_passes(state, seat, advice_text.responders(state))
+    own_turn = Tracker(t.num_players, seat, t.own_hand(), seat).state()
+    for s in (own_turn, reacting):
+        if s is None or int(s.current_player) != seat:
+            raise RuntimeError("compile_advice: the tracker's seat is not to move in a warm-up state")
+        for use_search in (False, True) if search else (False,):
+            advice_text.advice(s, seat, "balanced", use_search)
 
 
 def compile_bot(spec: str, num_players: int, policies_dir) -> None:
