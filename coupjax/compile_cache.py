@@ -36,7 +36,10 @@ jaxlib series they were measured on (`CPU_COMPILE_FLAGS_JAXLIB`).
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
+import pickle
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -46,7 +49,7 @@ ENV_MAX_MB = "COUPJAX_CACHE_MAX_MB"
 DEFAULT_MAX_MB = 2048
 _OFF = {"off", "0", "none", "false", "no"}
 # What JAX writes: one file per executable, plus a last-access stamp per file and a lock.
-_CACHE_FILE_SUFFIXES = ("-cache", "-atime")
+_CACHE_FILE_SUFFIXES = ("-cache", "-atime", EXPORT_SUFFIX := "-export")
 # XLA flags for quicker CPU compiles at the same run speed (module doc).
 CPU_COMPILE_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
 CPU_COMPILE_FLAGS_JAXLIB = ("0.10.",)  # jaxlib versions (prefixes) known to have them
@@ -147,3 +150,86 @@ def clear(path: Path | None = None) -> dict:
         removed["bytes"] += size
         removed["entries"] += p.name.endswith("-cache")
     return removed
+
+
+# ------------------------------------------------------------------ saved traces
+@functools.lru_cache(maxsize=1)
+def source_digest() -> str:
+    """A digest of coupjax's own source: a saved trace is only used by the code that made it."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()
+
+
+def _signature(leaves) -> tuple:
+    import jax
+
+    return tuple(str(jax.typeof(x)) for x in leaves)
+
+
+def traced_once(fn, name: str, *key_parts):
+    """``fn`` (a jittable function), traced once per argument shapes for all processes.
+
+    The persistent cache skips XLA's compile on a second start, but not JAX's tracing
+    and lowering, which for the search is most of a warm start (about 1.5 s of the
+    page's first advice on a 2-core CPU).  This keeps the lowered program itself
+    (`jax.export`) beside the cache's executables, named by ``name``, ``key_parts``
+    (whatever else the trace depends on, e.g. a config), JAX's version, the argument
+    shapes and `source_digest`; a later process loads it and calls it without tracing.
+    Results are those of ``jax.jit(fn)`` (the same program).  With the cache off, or if
+    anything about saving or loading fails, it is ``jax.jit(fn)`` itself."""
+    import jax
+
+    plain = jax.jit(fn)
+    loaded: dict = {}
+
+    def call(*args):
+        leaves, in_tree = jax.tree.flatten(args)
+        sig = (in_tree, _signature(leaves))
+        if sig not in loaded:
+            loaded[sig] = _load_or_export(fn, name, key_parts, in_tree, leaves, sig)
+        runner = loaded[sig]
+        if runner is None:
+            return plain(*args)
+        compiled, out_tree = runner
+        return jax.tree.unflatten(out_tree, compiled(*leaves))
+
+    return call
+
+
+def export_folder() -> str | None:
+    """Where `traced_once` keeps its programs: the persistent cache's folder, if it is on."""
+    import jax
+
+    return jax.config.jax_compilation_cache_dir
+
+
+def _load_or_export(fn, name, key_parts, in_tree, leaves, sig):
+    import jax
+
+    folder = export_folder()
+    if not folder:
+        return None
+    text = repr((name, key_parts, jax.__version__, source_digest(), str(sig)))
+    path = Path(folder) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}{EXPORT_SUFFIX}"
+    try:
+        blob, out_tree = pickle.loads(path.read_bytes())
+        exported = jax.export.deserialize(blob)
+    except Exception:  # noqa: BLE001 - missing, partial or from another version: export again
+        seen = {}
+
+        def flat(*xs):
+            out, seen["tree"] = jax.tree.flatten(fn(*jax.tree.unflatten(in_tree, xs)))
+            return out
+
+        try:
+            exported = jax.export.export(jax.jit(flat))(*leaves)
+            out_tree = seen["tree"]
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps((exported.serialize(), out_tree)))
+            os.replace(tmp, path)  # whole or not at all, whoever else writes it
+        except Exception:  # noqa: BLE001 - e.g. a read-only folder: trace as usual
+            return None
+    return jax.jit(exported.call), out_tree

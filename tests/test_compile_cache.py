@@ -119,3 +119,39 @@ def test_bench_startup_writes_cold_and_warm_figures(tmp_path):
     for phase in ("cold", "warm"):
         assert figures[phase]["import"] > 0 and len(figures[phase]["import_load"]) == 2
     assert "cold  import" in run.stdout and "load" in run.stdout
+
+
+def test_a_traced_function_is_saved_and_loaded_without_tracing_again(tmp_path, monkeypatch):
+    """`traced_once`: the first use traces and saves the lowered program beside the cache;
+    a new one (as in the next process) loads it and does not trace; its results are those
+    of ``jax.jit``; another source digest (the code changed) traces again."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    traces = []
+
+    def f(x, pair):
+        traces.append(1)
+        return {"sum": x + pair[0], "scaled": pair[1] * 2.0}
+
+    monkeypatch.setattr(compile_cache, "export_folder", lambda: str(tmp_path))
+    args = (jnp.arange(3.0), (jnp.float32(1.0), jnp.ones(2)))
+    first = compile_cache.traced_once(f, "probe")(*args)
+    assert len(traces) == 1 and len(list(tmp_path.glob("probe-*-export"))) == 1
+    again = compile_cache.traced_once(f, "probe")(*args)  # a fresh wrapper: what a new process has
+    assert len(traces) == 1, "loaded, not traced"
+    want = jax.jit(f)(*args)
+    for got in (first, again):
+        assert jax.tree.structure(got) == jax.tree.structure(want)
+        assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)))
+    monkeypatch.setattr(compile_cache, "source_digest", lambda: "other code")
+    compile_cache.traced_once(f, "probe")(*args)
+    assert len(list(tmp_path.glob("probe-*-export"))) == 2
+    for saved in tmp_path.glob("probe-*-export"):  # a broken file is traced over, not fatal
+        saved.write_bytes(b"not a program")
+    before = len(traces)
+    assert np.array_equal(compile_cache.traced_once(f, "probe")(*args)["sum"], want["sum"])
+    assert len(traces) == before + 1
+    monkeypatch.setattr(compile_cache, "export_folder", lambda: None)  # cache off: plain jit
+    assert np.array_equal(compile_cache.traced_once(f, "probe")(*args)["sum"], want["sum"])

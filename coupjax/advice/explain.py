@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules
+from coupjax import compile_cache, rules
 from coupjax.advice.action_ev import REJECTED_BLUFF_PENALTY
 from coupjax.advice.challenge import (CONTEXT_TEXT, CONTEXTS, KINDS, STEAL_CONTEXTS, STYLES, AdvisorParams,
                                       advise_challenge)
@@ -87,7 +87,8 @@ def challenge_advice(obs, num_players: int, belief: str = "exact", params: Advis
         raise ValueError(f"style must be one of {tuple(STYLES)}, got {style!r}")
     key = (num_players, belief, calibrated)  # the style delta is an argument: one compilation for all styles
     if key not in _JIT_ADVISE:
-        _JIT_ADVISE[key] = jax.jit(lambda o, prm, d: advise_challenge(o, num_players, belief, prm, d, calibrated))
+        _JIT_ADVISE[key] = compile_cache.traced_once(  # traced once for all processes
+            lambda o, prm, d: advise_challenge(o, num_players, belief, prm, d, calibrated), "challenge-advice", key)
     adv = jax.tree.map(np.asarray, _JIT_ADVISE[key](jnp.asarray(obs, jnp.float32), params, jnp.float32(STYLES[style])))
     out = {k: (v.tolist() if v.ndim else v.item()) for k, v in adv.items()}
     out["explanation"] = explain_challenge(adv, num_players, belief, style, observer_seat, calibrated)

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules
+from coupjax import compile_cache, rules
 from coupjax.advice.action_ev import recommend_action
 from coupjax.advice.challenge import KINDS, STYLES, AdvisorParams, advise_challenge, gain_loss
 from coupjax.beliefs.posterior import exact_posterior
@@ -132,9 +132,14 @@ def decide(obs, mask, num_players: int, params: AdvisorParams | None = None, sty
 # ---------------------------------------------------------------- words
 @functools.lru_cache(maxsize=None)
 def _jitted(num_players: int, with_search: bool):
+    """`decide` jitted, traced once for all processes (`compile_cache.traced_once`): the
+    page's first advice on a warm start loads it instead of tracing it."""
     if with_search:
-        return jax.jit(lambda o, m, prm, d, q, se, ok: decide(o, m, num_players, prm, d, q, se, ok))
-    return jax.jit(lambda o, m, prm, d: decide(o, m, num_players, prm, d))
+        return compile_cache.traced_once(
+            lambda o, m, prm, d, q, se, ok: decide(o, m, num_players, prm, d, q, se, ok),
+            f"recommend-{num_players}-search")
+    return compile_cache.traced_once(lambda o, m, prm, d: decide(o, m, num_players, prm, d),
+                                     f"recommend-{num_players}")
 
 
 def _search_arrays(search: dict, num_actions: int):

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rules
+from coupjax import compile_cache, rules
 from coupjax.env import Env
 from coupjax.search.config import MODES, SearchConfig, default_config
 from coupjax.search.policy import make_batched_decider
@@ -28,8 +28,7 @@ def advice_function(num_players: int, config: SearchConfig):
     env = _env(num_players)
     decide = make_batched_decider(env, None, config)
 
-    @jax.jit
-    def fn(key, state):
+    def search_advice(key, state):
         key = raw_key(key)
         k_search, k_pick = jax.random.split(key)
         logits, res = decide(k_search[None], jax.tree.map(lambda x: x[None], state))
@@ -38,7 +37,8 @@ def advice_function(num_players: int, config: SearchConfig):
                  for m, v in logits.items()}
         return logits, jax.tree.map(lambda x: x[0] if x.ndim else x, res), picks
 
-    return fn
+    # traced once for all processes: on a warm start the page's first advice loads it
+    return compile_cache.traced_once(search_advice, f"search-advice-{num_players}", config)
 
 
 def _budget(budget, mode: str) -> SearchConfig:
