@@ -37,7 +37,8 @@ def _jitted(num_players: int):
     return (jax.jit(lambda s, seat: observe(s, seat)),
             jax.jit(lambda obs: coupvisor.claim_truth_probabilities(obs, n)),
             jax.jit(lambda obs: posterior.exact_posterior(obs, n, params)["role_marginals"]),
-            jax.jit(lambda obs, mask: recommend_action(obs, mask, n)))
+            jax.jit(lambda obs, mask: recommend_action(obs, mask, n)),
+            jax.jit(lambda obs: parse(obs, n)))  # eager, parsing was ~100 small dispatches per page
 
 
 def observation(state, seat: int) -> np.ndarray:
@@ -50,7 +51,7 @@ def table(state, seat: int) -> dict:
     hidden counts, revealed cards, claims and blocks since each hand's last renewal, the
     roles a caught bluff ruled out, the deck size, and the seat's hand and drawn cards."""
     n = int(np.shape(state.rewards)[-1])
-    v = jax.tree.map(np.asarray, parse(observation(state, seat), n))
+    v = jax.tree.map(np.asarray, _jitted(n)[4](observation(state, seat)))
     rows = lambda x: [x[(t - seat) % n] for t in range(n)]  # noqa: E731 (relative rows -> seats)
     roles = lambda row: {rules.ROLES[r]: int(row[r]) for r in range(rules.NUM_ROLES) if row[r]}  # noqa: E731
     opt = lambda x, names=None: None if int(x) < 0 else (names[int(x)] if names else int(x))  # noqa: E731
@@ -77,7 +78,7 @@ def beliefs(state, seat: int) -> list[dict]:
     """Per opponent with cards: P(its hand holds each role) from CoupVisor (Appendix A's
     claim probability) and from the exact posterior (the advisor's claim likelihoods)."""
     n = int(np.shape(state.rewards)[-1])
-    _, cv, exact, _ = _jitted(n)
+    _, cv, exact = _jitted(n)[:3]
     obs = observation(state, seat)
     p_cv, p_ex = np.asarray(cv(obs)), np.asarray(exact(obs))
     hidden = np.asarray(board.hidden_counts(state))

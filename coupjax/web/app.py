@@ -105,19 +105,22 @@ def _static():
 
 
 def create_app(games_dir, token: str | None = None, search: bool = True, hosts=LOCAL_HOSTS,
-               policies_dir=None, any_ip: bool = False, background_advice: bool = False) -> FastAPI:
+               policies_dir=None, any_ip: bool = False, background_advice: bool = False,
+               readiness: Readiness | None = None) -> FastAPI:
     """The app (module doc); ``search=False`` leaves the search out of every advice;
     ``hosts`` (and, with ``any_ip``, any IP address) are the names a request's Host may give.
     With ``background_advice`` (what ``coupjax serve`` runs) a table size's first advice
     is compiled in the background and a game's page says it is pending meanwhile
-    (`coupjax.web.readiness`); without, a request compiles what it needs itself."""
+    (`coupjax.web.readiness`; ``readiness``: one already started, as ``coupjax serve``
+    starts it before importing the web stack); without, a request compiles what it
+    needs itself."""
     store = GameStore(games_dir)
     lock = threading.RLock()
     games: collections.OrderedDict = collections.OrderedDict()
     app = FastAPI(title="coupjax", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.store, app.state.lock, app.state.token, app.state.search = store, lock, token, search
     app.state.policies_dir, app.state.games = policies_dir, games
-    app.state.readiness = Readiness(search)
+    app.state.readiness = Readiness(search) if readiness is None else readiness
     app.add_middleware(Guard, hosts=hosts, token=token, any_ip=any_ip)
 
     def authorized(request: Request) -> bool:

@@ -48,6 +48,11 @@ def served_hosts(host: str) -> tuple[list[str], bool]:
 
 
 def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = True, policies_dir=None) -> None:
+    from coupjax.web.readiness import Readiness
+
+    readiness = Readiness(search)
+    if warm:  # a 4-player table's first advice compiles while the web stack loads and the player opens the page
+        readiness.ensure(4)
     import uvicorn
 
     from coupjax.web.app import create_app
@@ -55,7 +60,7 @@ def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = Tru
     token = None if host in LOCAL else secrets.token_urlsafe(16)
     hosts, any_ip = served_hosts(host)
     app = create_app(games_dir, token=token, search=search, hosts=hosts, policies_dir=policies_dir, any_ip=any_ip,
-                     background_advice=True)
+                     background_advice=True, readiness=readiness)
     shown = lan_address() if host in ("0.0.0.0", "::") else host
     url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/"
     print(f"coupjax: games in {app.state.store.root}"
@@ -65,8 +70,6 @@ def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = Tru
     else:
         print(f"coupjax: open {url}?token={token} (session token, valid until the server stops: {token})",
               flush=True)
-    if warm:  # a 4-player table's first advice compiles while the player opens the page
-        app.state.readiness.ensure(4)
     try:
         uvicorn.run(app, host=host, port=port, log_level="warning")
     except OSError as err:
