@@ -169,9 +169,10 @@ def _self_extras(requirements):
 def test_the_base_install_carries_no_extras_library_and_dev_every_other_extra():
     project = PYPROJECT["project"]
     base = _names(project["dependencies"])
-    # filelock: JAX's bounded compilation cache locks with it (coupjax.compile_cache)
+    # filelock: JAX's bounded compilation cache locks with it; flatbuffers: jax.export's
+    # serialization, for the traces kept beside it (coupjax.compile_cache)
     assert base == {"jax", "flax", "optax", "chex", "distrax", "orbax-checkpoint", "wandb", "numpy", "pyyaml", "rich",
-                    "filelock"}
+                    "filelock", "flatbuffers"}
     assert not base & set(EXTRAS_LIBRARIES)
     extras = project["optional-dependencies"]
     assert {"web", "report", "pettingzoo", "gymnasium", "sb3", "cuda", "dev"} <= set(extras)
