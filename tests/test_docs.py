@@ -232,6 +232,12 @@ def _benchmark_figures():
     earlier = json.loads((bench / "processes-2026-12-02-earlier.json").read_text())["rows"]
     yield "scaling.md", ([f"| {r['env_steps_per_s']:,.0f} | {r['speedup']:.2f} | {r['chunk_seconds']:.2f} |"
                           for r in rows] + [f"{r['env_steps_per_s']:,.0f}" for r in earlier])
+    advice = ROOT / "docs" / "experiments" / "2026-12-02-advice-that-wins"
+    yield "experiments/2026-12-02-advice-that-wins-results.md", [
+        f"| {d['win_rate_a']:.3f} | {d['win_rate_b']:.3f} | {d['diff']:+.3f} | [{d['ci95_low']:+.3f}, "
+        f"{d['ci95_high']:+.3f}] | [{d['ci_corrected_low']:+.3f}, {d['ci_corrected_high']:+.3f}] | {d['verdict']} |"
+        for d in (json.loads((advice / f"{name}.json").read_text())
+                  for name in ("honest", "honest-vs-honest_heavy", "cautious"))]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
