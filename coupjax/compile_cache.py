@@ -155,10 +155,11 @@ def clear(path: Path | None = None) -> dict:
 # ------------------------------------------------------------------ saved traces
 @functools.lru_cache(maxsize=1)
 def source_digest() -> str:
-    """A digest of coupjax's own source: a saved trace is only used by the code that made it."""
+    """A digest of coupjax's own source and packaged constants (``.py`` and ``.yaml``, e.g.
+    the advisor's): a saved trace is only used by the code and constants that made it."""
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
+    for p in sorted(x for x in root.rglob("*") if x.suffix in (".py", ".yaml") and x.is_file()):
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()
 
@@ -176,8 +177,8 @@ def traced_once(fn, name: str, *key_parts):
     and lowering, which for the search is most of a warm start (about 1.5 s of the
     page's first advice on a 2-core CPU).  This keeps the lowered program itself
     (`jax.export`) beside the cache's executables, named by ``name``, ``key_parts``
-    (whatever else the trace depends on, e.g. a config), JAX's version, the argument
-    shapes and `source_digest`; a later process loads it and calls it without tracing.
+    (whatever else the trace depends on, e.g. a config), JAX's version, the backend, the
+    argument types and `source_digest`; a later process loads it and calls it without tracing.
     Results are those of ``jax.jit(fn)`` (the same program).  With the cache off, or if
     anything about saving or loading fails, it is ``jax.jit(fn)`` itself."""
     import jax
@@ -212,7 +213,8 @@ def _load_or_export(fn, name, key_parts, in_tree, leaves, sig):
     folder = export_folder()
     if not folder:
         return None
-    text = repr((name, key_parts, jax.__version__, source_digest(), str(sig)))
+    # the platform too: an export runs only where it was lowered (a cache folder shared by a CPU and a GPU run)
+    text = repr((name, key_parts, jax.__version__, jax.default_backend(), source_digest(), str(sig)))
     path = Path(folder) / f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:32]}{EXPORT_SUFFIX}"
     try:
         blob, out_tree = pickle.loads(path.read_bytes())
