@@ -41,6 +41,7 @@ import hashlib
 import os
 import pickle
 import sys
+import threading
 from importlib import metadata
 from pathlib import Path
 
@@ -229,7 +230,7 @@ def _load_or_export(fn, name, key_parts, in_tree, leaves, sig):
         try:
             exported = jax.export.export(jax.jit(flat))(*leaves)
             out_tree = seen["tree"]
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # per writer
             tmp.write_bytes(pickle.dumps((exported.serialize(), out_tree)))
             os.replace(tmp, path)  # whole or not at all, whoever else writes it
         except Exception:  # noqa: BLE001 - e.g. a read-only folder: trace as usual
