@@ -268,6 +268,9 @@ def check_first_screen(page, where=""):
     got = page.evaluate(FIRST_SCREEN_JS)
     assert got["acting"], f"{where}: no acting seat's row"
     assert not got["low"], f"{where}: {got['low']}"
+    # the seat table keeps within the cards' margins (a row of card chips once pushed it past them)
+    strip, entry = (page.locator(sel).bounding_box() for sel in ("#strip", "#entry"))
+    assert strip["x"] + strip["width"] <= entry["x"] + entry["width"] + 0.5, f"{where}: the seat table is too wide"
 
 
 # ------------------------------------------------------------------ games the engine plays
@@ -368,7 +371,7 @@ def test_a_phone_at_a_decision(server, browser):
     page.keyboard.press("Shift+Tab")
     page.keyboard.press("Tab")  # a keyboard's focus: a visible ring
     assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"
-    start_table(page, ("duke", "duke"), first=1)
+    start_table(page, ("ambassador", "contessa"), first=1)
     tap(page, choice(page, "tax", 1))
     check_first_screen(page, "a reaction")
     assert page.locator("#advice[data-ready]").count() == 1  # if the others pass: below the buttons
