@@ -43,11 +43,12 @@ TINY = {
 }
 
 
-# the quick suite's matrix: the seat tables of two scripted policies, nothing else
+# the quick suite's matrix: the seat tables of two scripted policies and honest's advice on/off, nothing else
 MICRO = {
     "policies": {"random": "random", "honest": "honest"}, "conditions": ["aggressive_heavy"], "seeds": [7],
     "games": 6, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
-    "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8,
+    "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8, "advice_bases": ["honest"],
+    "advice_games": 6,
 }
 
 
@@ -179,8 +180,12 @@ def test_micro_report_files_and_resume(micro):
     assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb", "--resume"]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
     again = json.loads((out / "report.json").read_text())
-    assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7"]
-    assert again["policies"] == rep["policies"]
+    assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7", "advice/aggressive_heavy"]
+    assert again["policies"] == rep["policies"] and again["advice_paired"] == rep["advice_paired"]
+    d = rep["advice_paired"]["honest"]["aggressive_heavy"]
+    assert d["games"] == MICRO["advice_games"] and d["seeds"] == MICRO["seeds"]
+    assert d["ci95_low"] <= d["diff"] <= d["ci95_high"] and d["diff"] == pytest.approx(d["win_rate_on"] - d["win_rate_off"])
+    assert "The page's advice on vs off" in (out / "report.md").read_text()
     with pytest.raises(SystemExit):  # a folder with cells is not overwritten without --resume
         main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"])
 
@@ -436,3 +441,22 @@ def test_two_devices_play_the_same_games(tmp_path):
                                        games_per_call=40), jax.random.PRNGKey(5), "aggressive_heavy", 50, 25)
     for k in ("label", "game", "step"):
         np.testing.assert_array_equal(got[k], rec[k], err_msg=k)
+
+
+def test_advice_paired_finds_a_planted_difference_and_none_where_there_is_none():
+    """`results.advice_paired`: on/off wins [bases, seeds, tables] from the advice cells;
+    a base whose advised seat wins every table where the plain one loses half is found,
+    an identical pair gives an interval around 0."""
+    from types import SimpleNamespace
+
+    from evals.report.results import advice_paired
+
+    rng = np.random.default_rng(0)
+    off = rng.integers(0, 2, (2, 2, 400)).astype(np.int8)
+    on = off.copy()
+    on[0] = 1  # base 0: the advice wins every table
+    cell = {"wins_on": on, "wins_off": off, "place_on": 2 - on, "place_off": 2 - off}
+    got = advice_paired({"aggressive_heavy": cell}, SimpleNamespace(advice_bases=("honest", "cautious"), seeds=(7, 8)))
+    win, same = got["honest"]["aggressive_heavy"], got["cautious"]["aggressive_heavy"]
+    assert win["ci95_low"] > 0.3 and win["win_rate_on"] == 1.0 and win["placement"]["ci95_high"] < 0
+    assert same["diff"] == 0 and same["ci95_low"] <= 0 <= same["ci95_high"] and same["games"] == 400

@@ -15,6 +15,10 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
 * ``advised``: label -> ``{base: SCRIPTED_BOT, belief: exact | coupvisor}``: the base
   bot whose challenge decisions follow the challenge advisor, seated beside its base
   on the same tables (advice on vs off);
+* ``advice_bases`` (scripted bot names) and ``advice_games``: each base with the page's
+  one recommendation at its reactions (``advised:BASE``, `coupjax.policies.advised`) and
+  without it, in the same seat of the same ``advice_games`` tables per condition and
+  seed, compared paired (`evals.report.paired.play_paired`, as ``python -m evals.compare``);
 * ``conditions`` (`coupjax.policies.pools.CONDITIONS`), ``seeds``, ``num_players``,
   ``games`` (tables per policy, condition and seed), ``search_games``;
 * ``cross_play_games`` (tables per ordered pair), ``cross_play`` (labels; default all
@@ -51,6 +55,8 @@ class EvalConfig:
     policies: dict
     search_policies: dict = dataclasses.field(default_factory=dict)
     advised: dict = dataclasses.field(default_factory=dict)
+    advice_bases: tuple = ()
+    advice_games: int = 3000
     conditions: tuple = ("aggressive_heavy", "honest_heavy")
     seeds: tuple = (7, 8, 9, 10, 11)
     num_players: int = 4
@@ -144,6 +150,12 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     for base in {a["base"] for a in v["advised"].values()}:
         if base not in v["policies"] or v["policies"][base] != base:
             _fail(f"config key 'advised': its base {base!r} must also be seated unadvised (policies.{base}: {base})")
+    bases = d.get("advice_bases") or []
+    if not isinstance(bases, (list, tuple)) or any(b not in SCRIPTED_NAMES for b in bases) or len(set(bases)) < len(
+            bases):
+        _fail(f"config key 'advice_bases' must list distinct scripted bots of {', '.join(SCRIPTED_NAMES)}, "
+              f"got {bases!r}")
+    v["advice_bases"] = tuple(bases)
     conds = d.get("conditions", list(EvalConfig.conditions))
     if not isinstance(conds, (list, tuple)) or not conds or any(c not in CONDITIONS for c in conds):
         _fail(f"config key 'conditions' must list conditions of {', '.join(CONDITIONS)}, got {conds!r}")
@@ -167,7 +179,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     for key in ("games", "batch"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 1)
     for key in ("search_games", "cross_play_games", "mixed_games", "player_count_games", "position_games",
-                "advisor_games"):
+                "advisor_games", "advice_games"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 0)
     if v["search_games"] > v["games"]:
         _fail(f"config key 'search_games' ({v['search_games']}) must not exceed games ({v['games']})")

@@ -10,6 +10,10 @@ Layout of ``report.json`` (every rate has its counts beside it):
   (``winner_rows``, ``winner_action_match``, ``main_rows``, ``one_step_regret``);
   search policies the same on their smaller count;
 * ``advice_on_off``: advised label -> condition -> on / off rows and the difference;
+* ``advice_paired``: scripted base -> condition -> the page's advice on (``advised:BASE``)
+  vs off on the same tables: ``win_rate_on``, ``win_rate_off``, ``diff`` with its paired
+  bootstrap ``ci95_low`` / ``ci95_high`` and ``p_value``, ``placement`` (the same for the
+  mean placement), ``games`` (tables per seed) and ``seeds``;
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
@@ -143,6 +147,22 @@ def advice_on_off(policies: dict, cfg) -> dict:
     return out
 
 
+def advice_paired(cells: dict, cfg) -> dict:
+    """The ``advice_paired`` block (module doc) from the suite's ``advice/{condition}`` cells."""
+    out = {}
+    for cond, cell in cells.items():
+        for i, base in enumerate(cfg.advice_bases):
+            on, off = np.asarray(cell["wins_on"][i:i + 1]), np.asarray(cell["wins_off"][i:i + 1])
+            win = stats.paired_bootstrap(on, off)
+            place = stats.paired_bootstrap(cell["place_on"][i:i + 1], cell["place_off"][i:i + 1])
+            out.setdefault(base, {})[cond] = {
+                "win_rate_on": float(on.mean()), "win_rate_off": float(off.mean()), "diff": win["diff"],
+                "ci95_low": win["ci_low"], "ci95_high": win["ci_high"], "p_value": win["p_value"],
+                "placement": {"diff": place["diff"], "ci95_low": place["ci_low"], "ci95_high": place["ci_high"]},
+                "games": int(on.shape[-1]), "seeds": list(cfg.seeds)}
+    return out
+
+
 def read_ablation(paths: dict) -> dict:
     """label -> the run's per-chunk curves (entropy in nats, episode return, win rate,
     epsilon) and action-visit histograms, from its summary.json."""
@@ -178,6 +198,7 @@ def build(cfg, res: dict) -> dict:
             by_players.setdefault(str(cfg.num_players), {}).setdefault(label, {})[cond] = stats.row(sums)
     out = {
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
+        "advice_paired": advice_paired(res.get("advice", {}), cfg),
         "by_players": by_players, "cross_play": cross_table(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
         "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,

@@ -16,6 +16,9 @@ Cells (`evals.report.cells`), in the order they run:
   policies (the ratings' games);
 * ``positions/{condition}/s{seed}``: the offline metrics (`evals.report.positions`);
 * ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.report.advisor`);
+* ``advice/{condition}``: each of ``advice_bases`` with the page's advice
+  (``advised:BASE``) and without, paired on ``advice_games`` tables per seed: per-table
+  wins and placements (`evals.report.paired.play_paired`);
 * ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
 Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
@@ -33,6 +36,7 @@ from evals.report import positions
 from evals.report import decision_benchmark
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
+from evals.report.paired import play_paired
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
 from evals.report.policies import build_policies, fits_table
@@ -377,8 +381,28 @@ class Suite:
 
         return self.store.cell("scenarios", compute)
 
+    def advice_cells(self) -> dict:
+        """condition -> cell ``advice/{condition}``: wins and placements [bases, seeds,
+        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables."""
+        cfg = self.cfg
+        if not cfg.advice_bases or cfg.advice_games == 0:
+            return {}
+        env = self.env(cfg.num_players)
+        bases = list(cfg.advice_bases)
+
+        def compute(cond):
+            task = self.task(f"advice on/off {cond}", 1)
+            r = play_paired(env, [f"advised:{b}" for b in bases], bases, cfg.advice_games, list(cfg.seeds), cond,
+                            batch=cfg.batch)
+            self.finish(task)
+            (wa, wb), (pa, pb) = r["wins"], r["placement"]
+            return {}, {"wins_on": wa.astype(np.int8), "wins_off": wb.astype(np.int8),
+                        "place_on": pa.astype(np.int8), "place_off": pb.astype(np.int8)}
+
+        return {cond: self.store.cell(f"advice/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
+
     def run(self) -> dict:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
                 "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
-                "advisor": self.advisor_cells(), "scenarios": self.scenario_cell()}
+                "advisor": self.advisor_cells(), "advice": self.advice_cells(), "scenarios": self.scenario_cell()}
