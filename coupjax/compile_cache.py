@@ -25,11 +25,11 @@ it.  Every compilation is cached, small ones too (a minimum compile time of 0 s)
 
 `enable` also makes every compilation itself cheaper: XLA's CPU backend compiles with
 its classic loop emitters instead of the newer fusion emitters
-(``--xla_cpu_use_fusion_emitters=false``, `CPU_COMPILE_FLAGS`).  On this project's
-programs that takes about 40% off each CPU compilation and leaves their speed as it was
-(a seat table of ``honest`` and ``belief_ev``: 8.6 s to 5.0 s to compile, 0.069 s and
-0.073 s per call; ``python -m evals.bench_startup`` measures it end to end).  A value
-the user gives in ``XLA_FLAGS`` for that flag wins; it must be set before JAX starts its
+(``--xla_cpu_use_fusion_emitters=false``, `CPU_COMPILE_FLAGS`).  Measured on a seat
+table of ``honest`` and ``belief_ev``: its first call (tracing and compiling) went from
+8.6 s to 5.0 s, a later call from 0.069 s to 0.073 s; ``python -m evals.bench_startup``
+measures first uses end to end.  A value the user gives in ``XLA_FLAGS`` for that flag
+wins; it must be set before JAX starts its
 CPU backend, which `enable` does (the backend starts at the first computation).  XLA
 stops the process on a flag it does not know, so the flags are added only for the
 jaxlib series they were measured on (`CPU_COMPILE_FLAGS_JAXLIB`).
