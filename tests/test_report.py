@@ -459,4 +459,6 @@ def test_advice_paired_finds_a_planted_difference_and_none_where_there_is_none()
     got = advice_paired({"aggressive_heavy": cell}, SimpleNamespace(advice_bases=("honest", "cautious"), seeds=(7, 8)))
     win, same = got["honest"]["aggressive_heavy"], got["cautious"]["aggressive_heavy"]
     assert win["ci95_low"] > 0.3 and win["win_rate_on"] == 1.0 and win["placement"]["ci95_high"] < 0
+    assert win["verdict"] == "advice on beats advice off"
     assert same["diff"] == 0 and same["ci95_low"] <= 0 <= same["ci95_high"] and same["games"] == 400
+    assert same["verdict"] == "no significant difference"

@@ -92,9 +92,8 @@ def advisor_section(rep, cfg) -> list[str]:
                   "recommendation (`advised:BASE`) and without, on the same tables; the difference with its paired "
                   "bootstrap 95% interval, as `python -m evals.compare` prints it.", ""]
         rows = [[f"`{base}`", cond, _f(d["win_rate_on"]), _f(d["win_rate_off"]),
-                 f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]",
-                 "advice wins" if d["ci95_low"] > 0 else "advice loses" if d["ci95_high"] < 0
-                 else "no significant difference", f"{d['games']:,} x {len(d['seeds'])}"]
+                 f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", d["verdict"],
+                 f"{d['games']:,} x {len(d['seeds'])}"]
                 for base, conds in rep["advice_paired"].items() for cond, d in conds.items()]
         lines += _table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
                         rows)

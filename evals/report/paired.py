@@ -126,5 +126,10 @@ def compare(env, spec_a: str, spec_b: str, games: int, seeds: list[int], opponen
     if comparisons > 1:
         adj = paired_bootstrap(wa, wb, n_boot=n_boot, alpha=bonferroni_alpha(0.05, comparisons))
         out["ci_corrected_low"], out["ci_corrected_high"] = low, high = adj["ci_low"], adj["ci_high"]
-    out["verdict"] = ("A beats B" if low > 0 else "B beats A" if high < 0 else "no significant difference")
+    out["verdict"] = verdict(low, high)
     return out
+
+
+def verdict(low: float, high: float, a: str = "A", b: str = "B") -> str:
+    """The words for an interval of A minus B: a winner only where it excludes 0."""
+    return f"{a} beats {b}" if low > 0 else f"{b} beats {a}" if high < 0 else "no significant difference"

@@ -13,7 +13,8 @@ Layout of ``report.json`` (every rate has its counts beside it):
 * ``advice_paired``: scripted base -> condition -> the page's advice on (``advised:BASE``)
   vs off on the same tables: ``win_rate_on``, ``win_rate_off``, ``diff`` with its paired
   bootstrap ``ci95_low`` / ``ci95_high`` and ``p_value``, ``placement`` (the same for the
-  mean placement), ``games`` (tables per seed) and ``seeds``;
+  mean placement), ``games`` (tables per seed), ``seeds`` and ``verdict`` (as
+  ``python -m evals.compare`` words it);
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
@@ -32,6 +33,7 @@ import numpy as np
 
 from evals.report import stats
 from evals.report.advisor import condition_metrics, pool
+from evals.report.paired import verdict
 
 # CoupVisor's published advisor figures (conditions in this order)
 COUPVISOR_PAPER = {"aggressive_heavy": {"f1": 0.5641, "outcome_accuracy": 0.5619},
@@ -159,7 +161,8 @@ def advice_paired(cells: dict, cfg) -> dict:
                 "win_rate_on": float(on.mean()), "win_rate_off": float(off.mean()), "diff": win["diff"],
                 "ci95_low": win["ci_low"], "ci95_high": win["ci_high"], "p_value": win["p_value"],
                 "placement": {"diff": place["diff"], "ci95_low": place["ci_low"], "ci95_high": place["ci_high"]},
-                "games": int(on.shape[-1]), "seeds": list(cfg.seeds)}
+                "games": int(on.shape[-1]), "seeds": list(cfg.seeds),
+                "verdict": verdict(win["ci_low"], win["ci_high"], "advice on", "advice off")}
     return out
 
 
