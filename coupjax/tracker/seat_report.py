@@ -8,6 +8,7 @@ cannot see from the exact posterior (`coupjax.search.advise`).
 from __future__ import annotations
 
 import functools
+import typing
 
 import jax
 import numpy as np
@@ -30,20 +31,29 @@ CHALLENGE_KEYS = ("challenge", "close_call", "impossible", "p_truth", "p_raw", "
                   "kind_name", "role_name", "explanation")
 
 
+class _Compiled(typing.NamedTuple):
+    """A table size's jitted pieces, by name (one compilation each, shared by every page)."""
+    observe: typing.Callable
+    coupvisor_truth: typing.Callable
+    exact_marginals: typing.Callable
+    action_values: typing.Callable
+    parse: typing.Callable  # eagerly, parsing was ~100 small dispatches per page
+
+
 @functools.lru_cache(maxsize=None)
-def _jitted(num_players: int):
+def _jitted(num_players: int) -> _Compiled:
     n = num_players
     params = AdvisorParams().posterior_params()
-    return (jax.jit(lambda s, seat: observe(s, seat)),
-            jax.jit(lambda obs: coupvisor.claim_truth_probabilities(obs, n)),
-            jax.jit(lambda obs: posterior.exact_posterior(obs, n, params)["role_marginals"]),
-            jax.jit(lambda obs, mask: recommend_action(obs, mask, n)),
-            jax.jit(lambda obs: parse(obs, n)))  # eager, parsing was ~100 small dispatches per page
+    return _Compiled(observe=jax.jit(lambda s, seat: observe(s, seat)),
+                     coupvisor_truth=jax.jit(lambda obs: coupvisor.claim_truth_probabilities(obs, n)),
+                     exact_marginals=jax.jit(lambda obs: posterior.exact_posterior(obs, n, params)["role_marginals"]),
+                     action_values=jax.jit(lambda obs, mask: recommend_action(obs, mask, n)),
+                     parse=jax.jit(lambda obs: parse(obs, n)))
 
 
 def observation(state, seat: int) -> np.ndarray:
     n = int(np.shape(state.rewards)[-1])
-    return np.asarray(_jitted(n)[0](state, seat))
+    return np.asarray(_jitted(n).observe(state, seat))
 
 
 def table(state, seat: int) -> dict:
@@ -51,7 +61,7 @@ def table(state, seat: int) -> dict:
     hidden counts, revealed cards, claims and blocks since each hand's last renewal, the
     roles a caught bluff ruled out, the deck size, and the seat's hand and drawn cards."""
     n = int(np.shape(state.rewards)[-1])
-    v = jax.tree.map(np.asarray, _jitted(n)[4](observation(state, seat)))
+    v = jax.tree.map(np.asarray, _jitted(n).parse(observation(state, seat)))
     rows = lambda x: [x[(t - seat) % n] for t in range(n)]  # noqa: E731 (relative rows -> seats)
     roles = lambda row: {rules.ROLES[r]: int(row[r]) for r in range(rules.NUM_ROLES) if row[r]}  # noqa: E731
     opt = lambda x, names=None: None if int(x) < 0 else (names[int(x)] if names else int(x))  # noqa: E731
@@ -78,9 +88,8 @@ def beliefs(state, seat: int) -> list[dict]:
     """Per opponent with cards: P(its hand holds each role) from CoupVisor (Appendix A's
     claim probability) and from the exact posterior (the advisor's claim likelihoods)."""
     n = int(np.shape(state.rewards)[-1])
-    _, cv, exact = _jitted(n)[:3]
-    obs = observation(state, seat)
-    p_cv, p_ex = np.asarray(cv(obs)), np.asarray(exact(obs))
+    fns, obs = _jitted(n), observation(state, seat)
+    p_cv, p_ex = np.asarray(fns.coupvisor_truth(obs)), np.asarray(fns.exact_marginals(obs))
     hidden = np.asarray(board.hidden_counts(state))
     out = []
     for rel in range(1, n):
@@ -114,7 +123,7 @@ def advice(state, seat: int, use_search: bool = True, key=None, mode: str = "exp
     if ch["decision"]:
         out["challenge"] = {k: ch[k] for k in CHALLENGE_KEYS}
     if int(board.phase(state)) == rules.PH_ACTION:
-        res = jax.tree.map(np.asarray, _jitted(n)[3](obs, mask))
+        res = jax.tree.map(np.asarray, _jitted(n).action_values(obs, mask))
         ev = res["ev"]
         out["action"] = {"best": rules.action_name(int(res["best"]), seat, n),
                          "values": {rules.action_name(int(a), seat, n): round(float(ev[a]), 4)
