@@ -29,10 +29,10 @@ its classic loop emitters instead of the newer fusion emitters
 table of ``honest`` and ``belief_ev``: its first call (tracing and compiling) went from
 8.6 s to 5.0 s, a later call from 0.069 s to 0.073 s; ``python -m evals.bench_startup``
 measures first uses end to end.  A value the user gives in ``XLA_FLAGS`` for that flag
-wins; it must be set before JAX starts its
-CPU backend, which `enable` does (the backend starts at the first computation).  XLA
-stops the process on a flag it does not know, so the flags are added only for the
-jaxlib series they were measured on (`CPU_COMPILE_FLAGS_JAXLIB`).
+wins; it must be set before JAX starts its CPU backend, which `enable` does (the backend
+starts at the first computation).  XLA stops the process on a flag it does not know, so
+the flags are added only for the jaxlib series they were measured on
+(`CPU_COMPILE_FLAGS_JAXLIB`).
 """
 from __future__ import annotations
 
