@@ -22,7 +22,7 @@ class Entry:
     name: str
     target: str | Callable
     doc: str
-    kind: str = "user"  # scripted | belief | search | user
+    kind: str = "user"  # scripted | belief | learned | search | user
 
     def factory(self) -> Callable:
         if callable(self.target):
@@ -65,6 +65,11 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "advised:BASE[:all]: BASE's own play (default honest), with its challenges and blocks (and with :all its main "
           "actions) taken from the one recommendation the page shows without search, to judge the advice by the "
           "games it wins.", "belief"),
+    Entry("best", "coupjax.policies.best:make_best",
+          "best[:DIR]: the strongest policy coupjax ships: the main job's self-play network (weights committed) "
+          "with the public-fact layer: the advice's challenges and true blocks, dominant main actions (a sure kill, "
+          "a truthful tax, unblockable foreign aid, the forced coup's target) and the card-value rule when losing or "
+          "exchanging cards.", "learned"),
     Entry("thompson", "coupjax.search.policy:make_thompson",
           "Thompson sampling over the posterior: samples hidden worlds from its own observation, rolls out every "
           "legal action in each (scripted_mix rollouts by default), and plays each action with the share of "
