@@ -204,3 +204,20 @@ def test_require_extra_passes_when_installed_and_names_the_extra_otherwise(capsy
     assert info.value.code == 2
     assert err == ('coupjax: error: coupjax serve needs the page\'s extra: pip install "coupjax[web]" '
                    '(missing: no_such_library_here)')
+
+
+def test_the_package_data_carries_every_file_the_package_reads_at_run_time():
+    """A wheel holds only what package-data names: the packaged configs, the page's
+    files and the weights of `best` (a missing glob breaks `best` after `pip install`)."""
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]
+    needed = [p for folder in ("coupjax/configs", "coupjax/web/static", "coupjax/policies/weights")
+              for p in sorted((ROOT / folder).rglob("*")) if p.is_file() and p.suffix != ".py"]
+    assert any("weights" in str(p) for p in needed)
+    for path in needed:
+        rel = path.relative_to(ROOT)
+        covered = False
+        for package, globs in data.items():
+            base = ROOT / package.replace(".", "/")
+            if base in path.parents:
+                covered |= any(path.relative_to(base).match(g) for g in globs)
+        assert covered, f"{rel} is not in [tool.setuptools.package-data]"
