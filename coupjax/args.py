@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+from pathlib import Path
 
 from coupjax import compile_cache
 from coupjax.seeds import SeedError, check_report_seed
@@ -63,6 +64,20 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
+
+
+def output_file(text: str) -> Path:
+    """A file a command writes when its work is done (``--out``): its folder is made now
+    if missing, so that hours of games are never lost to a path that cannot be written;
+    a path that names a folder, or lies under a file, is refused before any work."""
+    path = Path(text)
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise argparse.ArgumentTypeError(f"cannot make the folder of {text!r}: {err.strerror or err}") from None
+    return path
 
 
 def report_seed(text: str) -> int:

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from coupjax.advice import challenge
-from coupjax.args import Parser
+from coupjax.args import Parser, output_file
 from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
 from evals.advisor.fit import fit_constants, params_dict, write_config
@@ -78,7 +78,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=REPORT_SEED,
                     help=f"game seed (default {REPORT_SEED}); tuning seeds are refused except by --fit and --tune, "
                          "which accept only them")
-    ap.add_argument("--out", type=str, default=None, help="JSON output file")
+    ap.add_argument("--out", type=output_file, default=None, help="JSON output file")
     ap.add_argument("--chunk", type=int, default=None,
                     help="games per jitted chunk (default 1000; 2000 for --seat-table)")
     ap.add_argument("--style", choices=tuple(challenge.STYLES), default="balanced")

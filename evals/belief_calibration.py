@@ -25,7 +25,6 @@ Seeds used to tune are refused (`coupjax.seeds`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from coupjax import metrics
-from coupjax.args import Parser, fail, positive_int, report_seed
+from coupjax.args import Parser, fail, output_file, positive_int, report_seed
 from coupjax.beliefs import coupvisor
 from coupjax.beliefs.posterior import exact_posterior
 from coupjax.env import Env
@@ -105,7 +104,7 @@ def main(argv=None) -> dict:
                     help=f"opponent mix (repeatable; default: {', '.join(MIXES)})")
     ap.add_argument("--decisions", type=positive_int, default=20000, help="decisions of the run's policy per mix")
     ap.add_argument("--seed", type=report_seed, default=REPORT_SEED, help="table seed (tuning seeds are refused)")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=output_file)
     args = ap.parse_args(argv)
     from training.selfplay import load_belief
 

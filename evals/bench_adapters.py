@@ -39,7 +39,7 @@ import jax
 import numpy as np
 
 from coupjax import console
-from coupjax.args import Parser, positive_int
+from coupjax.args import Parser, output_file, positive_int
 from coupjax.env import Env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -243,7 +243,7 @@ def main(argv=None) -> dict:
                    help="batched steps per timed round of that comparison (default 100; --quick 20)")
     p.add_argument("--only-vector", action="store_true", help="only (c), the batched Gymnasium comparison")
     p.add_argument("--seed", type=int, default=7, help="seed of the arena's deals and the random actions")
-    p.add_argument("--out", default=None, help="also write the figures as JSON here")
+    p.add_argument("--out", type=output_file, default=None, help="also write the figures as JSON here")
     args = p.parse_args(argv)
     matches = args.arena_matches or (12 if args.quick else 60)
     decisions = args.decisions or (600 if args.quick else 3000)

@@ -60,6 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import Env
+from coupjax.args import output_file
 from coupjax.devices import batch_sharding, data_mesh, use_host_cores
 
 DEFAULT_BATCH_SIZES = (1, 16, 256, 1024, 4096, 16384, 65536)
@@ -343,7 +344,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--host-devices", type=int, default=None,
                     help="XLA host devices to split a CPU into (default: one per core; see coupjax.devices)")
-    ap.add_argument("--out", type=Path, default=None, help="also write the figures to this JSON file")
+    ap.add_argument("--out", type=output_file, default=None, help="also write the figures to this JSON file")
     args = ap.parse_args(argv)
     use_host_cores(args.host_devices)  # before JAX starts its backends (no-op once they run)
 

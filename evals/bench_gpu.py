@@ -57,6 +57,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from coupjax.args import output_file
+
 PROG = "python -m evals.bench_gpu"
 
 
@@ -415,7 +417,7 @@ def main(argv=None) -> dict:
     from coupjax.args import Parser, fail
 
     ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=None, help="write the figures here (JSON, after every section)")
+    ap.add_argument("--out", type=output_file, default=None, help="write the figures here (JSON, after every section)")
     ap.add_argument("--small", action="store_true", help="tiny sizes (automatic when the default device is a CPU)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated, in the order given (default {','.join(SECTIONS)})")

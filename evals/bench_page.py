@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax.args import output_file
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -163,7 +165,7 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=8, help="counted rounds (4 advised events each; default 8)")
     ap.add_argument("--warm-up-rounds", type=int, default=1, help="rounds before counting (default 1)")
     ap.add_argument("--chromium", default="/usr/bin/chromium", help="the Chromium binary (default Debian's)")
-    ap.add_argument("--out", default=None, help="also write the figures as JSON here")
+    ap.add_argument("--out", type=output_file, default=None, help="also write the figures as JSON here")
     ap.add_argument("--screenshots", default=None, metavar="DIR",
                     help="after the timing, also save the main screens as PNGs here (docs/screenshots)")
     args = ap.parse_args(argv)

@@ -17,14 +17,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coupjax.args import Parser, fail, positive_int
+from coupjax.args import Parser, fail, output_file, positive_int
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError, resolve_policy
 from coupjax.policies.spec import describe_spec
@@ -66,7 +65,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--policy", action="append", required=True, help="policy spec (repeatable)")
     ap.add_argument("--positions", type=positive_int, default=40, help="mid-game positions (decisions timed)")
     ap.add_argument("--seed", type=int, default=7, help="seed of the positions and of the policies' keys")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=output_file)
     args = ap.parse_args(argv)
     for spec in args.policy:
         try:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from coupjax import console
-from coupjax.args import Parser, fail, positive_int
+from coupjax.args import Parser, fail, output_file, positive_int
 
 PROG = "python -m evals.bench_processes"
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--chunks", type=positive_int, default=3, help="chunks per job (the last one is timed)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="another config override")
     ap.add_argument("--timeout", type=positive_int, default=1200, help="seconds per job")
-    ap.add_argument("--out", type=Path, help="write the figures as JSON")
+    ap.add_argument("--out", type=output_file, help="write the figures as JSON")
     args = ap.parse_args(argv)
     from training.config import ConfigError, load_config
 

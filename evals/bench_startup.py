@@ -35,6 +35,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from coupjax.args import output_file
 from evals.bench_page import CHROMIUM_ARGS, free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,7 +184,7 @@ def main(argv=None) -> None:
                     help="measure only these (default: all but the test tier)")
     ap.add_argument("--with-tests", action="store_true", help="also time the quick test tier (minutes)")
     ap.add_argument("--cache-dir", default=None, help="the cache folder to fill (default: a new temporary one)")
-    ap.add_argument("--out", default=None, help="write the figures as JSON here (after each figure)")
+    ap.add_argument("--out", type=output_file, default=None, help="write the figures as JSON here (after each figure)")
     args = ap.parse_args(argv)
     names = list(args.only or [n for n in BENCHES if n != "tests"]) + (["tests"] if args.with_tests else [])
     with tempfile.TemporaryDirectory() as tmp:

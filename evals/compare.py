@@ -26,12 +26,11 @@ seed) and ``seeds``.  Tuning seeds are refused, a held-out seed is recorded
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from rich.table import Table
 
 from coupjax import console
-from coupjax.args import Parser, fail, positive_int
+from coupjax.args import Parser, fail, output_file, positive_int
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
 from coupjax.policies.pools import CONDITIONS
@@ -81,7 +80,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--boot", type=positive_int, default=2000, help="bootstrap resamples")
     ap.add_argument("--batch", type=positive_int, default=1000,
                     help="game slots of the runner (results do not depend on it)")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=output_file)
     args = ap.parse_args(argv)
     if len(set(args.seeds)) != len(args.seeds):
         fail(PROG, f"--seeds repeats a seed: {args.seeds}")
@@ -104,8 +103,6 @@ def main(argv=None) -> dict:
         where = locate(spec) if describe_spec(spec) == "path" else None
         if where is not None and not fits_table(str(where), args.players):
             fail(PROG, f"{spec} was trained for another table size than --players {args.players}")
-    if args.out and not args.out.parent.is_dir():
-        fail(PROG, f"--out {args.out}: no folder {args.out.parent}")
     seeds = [check_report_seed(s, PROG) for s in args.seeds]  # held-out seeds recorded, now that the run is valid
     out = compare(Env(args.players), args.a, args.b, args.games, seeds, args.opponents, args.comparisons, args.boot,
                   args.batch)

@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from coupjax import search
+from coupjax.args import output_file
 from coupjax.env import Env
 
 
@@ -74,7 +75,7 @@ def bench(env, states, config: search.SearchConfig, key, repeats: int) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="write the figures as JSON here")
+    ap.add_argument("--out", type=output_file, help="write the figures as JSON here")
     ap.add_argument("--players", type=int, default=4)
     ap.add_argument("--games", type=int, default=64, help="decisions searched in one batch")
     ap.add_argument("--worlds", type=int, default=32, help="K")

@@ -20,14 +20,13 @@ them: the counts are exactly those of one process; process 0 prints and writes `
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from rich.table import Table
 
 from coupjax.seat_tables import play_tables
 from coupjax import console
 from coupjax import distributed
-from coupjax.args import Parser, fail, positive_int, report_seed
+from coupjax.args import Parser, fail, output_file, positive_int, report_seed
 from coupjax.env import Env
 from coupjax.policies import PolicySpecError
 from coupjax.policies.spec import describe_spec
@@ -56,7 +55,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--players", type=int, default=4, choices=range(2, 7), metavar="{2..6}")
     ap.add_argument("--chunk", type=positive_int, default=1000,
                     help="tables per jitted call (results do not depend on it)")
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=output_file)
     distributed.add_flags(ap)
     args = ap.parse_args(argv)
     problem = distributed.check_flags(args)

@@ -5,6 +5,7 @@ Every mistake is one line on stderr with exit status 2, found before training st
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,3 +143,28 @@ def test_quickstart_is_selfplay_cpu_cut_short():
     quick = config_to_dict(config_from_dict(QUICKSTART))
     assert {k for k in full if full[k] != quick[k]} == {"num_chunks", "checkpoint_every", "seed"}
     assert quick["num_chunks"] < full["num_chunks"] and quick["num_chunks"] % quick["checkpoint_every"] == 0
+
+
+def test_an_output_file_gets_its_folder_now_and_a_path_that_cannot_be_written_is_refused(tmp_path):
+    """``--out`` of every command that writes a result (`coupjax.args.output_file`): the
+    folder is made before the work (a seat table's minutes were lost to a missing one),
+    and a folder or a path under a file is a one-line refusal, not a traceback after it."""
+    import argparse
+
+    from coupjax.args import output_file
+
+    made = output_file(str(tmp_path / "new" / "deeper" / "x.json"))
+    assert made.parent.is_dir() and not made.exists()
+    with pytest.raises(argparse.ArgumentTypeError, match="is a folder"):
+        output_file(str(tmp_path))
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot make the folder"):
+        output_file(str(tmp_path / "a_file" / "x.json"))
+
+
+def test_every_command_with_an_output_file_checks_it_before_work():
+    """No evals command that writes one file parses ``--out`` as a bare path: each uses
+    `output_file` (evals.experiments' ``--out`` is the run directories' folder)."""
+    bare = [p.name for p in sorted((ROOT / "evals").glob("*.py")) if p.name != "experiments.py"
+            and re.search(r'add_argument\("--out"(?![^)]*output_file)', p.read_text())]
+    assert not bare, bare

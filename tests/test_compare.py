@@ -104,7 +104,7 @@ def test_the_command_keeps_its_keys_and_records_a_held_out_seed(paired, tmp_path
     (["--a", "honest", "--b", "random", "--opponents", "nobody", "--games", "10"], "nobody"),
     (["--a", "honest", "--b", "random", "--games", "10", "--seeds", "7", "7"], "repeats a seed"),
     (["--a", "honest", "--b", str(ROOT / "evals" / "reference" / "dqn" / "export"), "--games", "10", "--players", "3"], "table size"),
-    (["--a", "honest", "--b", "random", "--games", "10", "--out", "no/such/folder/x.json"], "no folder"),
+    (["--a", "honest", "--b", "random", "--games", "10", "--out", str(ROOT / "README.md" / "x.json")], "cannot make the folder"),
 ])
 def test_bad_input_is_one_line_and_status_2_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
     ledger = tmp_path / "ledger.jsonl"
