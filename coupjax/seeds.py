@@ -39,6 +39,8 @@ TUNING_SEEDS: dict[int, str] = {
           "ADVICE_OVERRIDES)",
     1002: "evals.exploit --tune: the best responses on which the self-play exploiter's settings, "
           "the frozen best response's weight and selfplay_psro_cpu's PSRO variants were compared",
+    1003: "evals.exploit_probe: the tables on which the strongest scripted probe against the policy under test "
+          "is chosen (its tuning step)",
 }
 
 DEVELOPMENT_SEEDS: dict[int, str] = {

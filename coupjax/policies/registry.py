@@ -56,6 +56,10 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "At every decision the average of the action distributions of random, honest, cautious, aggressive and "
           "bluffer (equal weights): a model of an unknown scripted opponent, and the search policies' default "
           "rollout policy.", "scripted"),
+    Entry("role_bluffer", "coupjax.policies.probes:make_role_bluffer",
+          "role_bluffer:ROLE[:RATE]: an exploit probe: honest play, except that it claims ROLE without holding it "
+          "at rate RATE (default 1) at every chance, in main actions and in blocks (role_bluffer:duke claims "
+          "Duke whenever it can).", "scripted"),
     Entry("belief_ev", "coupjax.policies.belief_ev:make_belief_ev",
           "Acts on the exact posterior: challenges when the threshold advisor says so, blocks truthfully "
           "(bluff-blocks an assassination of its last card when the actor seldom challenges), picks the main "
