@@ -238,6 +238,21 @@ def _benchmark_figures():
         f"{d['ci95_high']:+.3f}] | [{d['ci_corrected_low']:+.3f}, {d['ci_corrected_high']:+.3f}] | {d['verdict']} |"
         for d in (json.loads((advice / f"{name}.json").read_text())
                   for name in ("honest", "honest-vs-honest_heavy", "cautious"))]
+    best = ROOT / "docs" / "experiments" / "2026-12-02-best"
+
+    def best_row(name):
+        d = json.loads((best / f"{name}.json").read_text())
+        b, others = d["best"], [v for k, v in d.items() if k != "best"]
+        rates = [b["win_rate"]] + [v["win_rate"] for v in others]
+        spread = (f"{others[0]['win_rate']:.3f} | {others[1]['win_rate']:.3f} | {sum(rates) / len(rates):.3f} "
+                  f"({min(rates):.3f}-{max(rates):.3f})") if others else "not played | not played | -"
+        return (f"| {b['win_rate']:.3f} | [{b['ci95_low']:.3f}, {b['ci95_high']:.3f}] | {spread} | "
+                f"{'yes' if b['ci95_low'] > 0.25 else 'no'} |")
+
+    scenarios = json.loads((best / "scenarios.json").read_text())
+    yield "experiments/2026-12-02-best-results.md", [best_row(name) for name in (
+        "random", "honest", "cautious", "aggressive", "bluffer", "scripted_mix", "belief_ev", "export", "expected")] + [
+        f"sound move in {scenarios['best']['hits']} of the {scenarios['best']['of']}"]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
