@@ -253,6 +253,12 @@ def _benchmark_figures():
     yield "experiments/2026-12-02-best-results.md", [best_row(name) for name in (
         "random", "honest", "cautious", "aggressive", "bluffer", "scripted_mix", "belief_ev", "export", "expected")] + [
         f"sound move in {scenarios['best']['hits']} of the {scenarios['best']['of']}"]
+    probe = json.loads((ROOT / "docs" / "experiments" / "2026-12-02-exploit-probe" / "best.json").read_text())
+    yield "experiments/2026-12-02-exploit-probe-results.md", [
+        f"| `{probe['strongest']}` | {probe['win_rate_vs_policy']:.3f} | {probe['win_rate_vs_baseline']:.3f} | "
+        f"{probe['diff']:+.3f} | [{probe['ci95_low']:+.3f}, {probe['ci95_high']:+.3f}] | {probe['upper95']:+.3f} |"] + [
+        f"| `{p}` | {r['win_rate']:.3f} | [{r['ci95_low']:.3f}, {r['ci95_high']:.3f}] |"
+        for p, r in probe["probes"].items()]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
