@@ -48,7 +48,7 @@ MICRO = {
     "policies": {"random": "random", "honest": "honest"}, "conditions": ["aggressive_heavy"], "seeds": [7],
     "games": 6, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
     "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8, "advice_bases": ["honest"],
-    "advice_games": 6,
+    "advice_games": 6, "reaction_policies": {"honest": "honest"}, "reaction_games": 6,
 }
 
 
@@ -180,12 +180,16 @@ def test_micro_report_files_and_resume(micro):
     assert main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb", "--resume"]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
     again = json.loads((out / "report.json").read_text())
-    assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7", "advice/aggressive_heavy"]
+    assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7", "advice/aggressive_heavy",
+                                             "reactions/aggressive_heavy"]
     assert again["policies"] == rep["policies"] and again["advice_paired"] == rep["advice_paired"]
     d = rep["advice_paired"]["honest"]["aggressive_heavy"]
     assert d["games"] == MICRO["advice_games"] and d["seeds"] == MICRO["seeds"]
     assert d["ci95_low"] <= d["diff"] <= d["ci95_high"] and d["diff"] == pytest.approx(d["win_rate_on"] - d["win_rate_off"])
     assert "The page's advice on vs off" in (out / "report.md").read_text()
+    duke = rep["reaction_rates"]["honest"]["aggressive_heavy"]["duke"]
+    assert duke["challenges"] <= duke["challenge_opportunities"] and duke["bluff_blocks"] == 0  # honest never bluffs
+    assert "Challenge and block rates per claimed role" in (out / "report.md").read_text()
     with pytest.raises(SystemExit):  # a folder with cells is not overwritten without --resume
         main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"])
 
@@ -296,6 +300,8 @@ def test_the_default_config_loads():
     cfg = load_config(config_path("eval.yaml"))
     assert cfg.games == 10000 and len(cfg.seeds) == 5 and cfg.cross_play_games == 2000
     assert Path(cfg.policies["dqn_ref"]).is_dir()
+    assert cfg.policies["best"] == "best" and cfg.reaction_games > 0
+    assert {"best", "belief_ev", "advice"} <= set(cfg.reaction_policies)  # the three, side by side
 
 
 def test_the_final_report_replaces_the_seeds(tmp_path, monkeypatch):

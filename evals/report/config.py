@@ -19,6 +19,9 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
   one recommendation at its reactions (``advised:BASE``, `coupjax.policies.advised`) and
   without it, in the same seat of the same ``advice_games`` tables per condition and
   seed, compared paired (`evals.report.paired.play_paired`, as ``python -m evals.compare``);
+* ``reaction_policies`` (label -> spec) and ``reaction_games``: each policy's challenge
+  and block rates per claimed role (`evals.reaction_rates`), in one seat of the same
+  ``reaction_games`` tables per condition (first seed);
 * ``conditions`` (`coupjax.policies.pools.CONDITIONS`), ``seeds``, ``num_players``,
   ``games`` (tables per policy, condition and seed), ``search_games``;
 * ``cross_play_games`` (tables per ordered pair), ``cross_play`` (labels; default all
@@ -57,6 +60,8 @@ class EvalConfig:
     advised: dict = dataclasses.field(default_factory=dict)
     advice_bases: tuple = ()
     advice_games: int = 3000
+    reaction_policies: dict = dataclasses.field(default_factory=dict)
+    reaction_games: int = 0
     conditions: tuple = ("aggressive_heavy", "honest_heavy")
     seeds: tuple = (7, 8, 9, 10, 11)
     num_players: int = 4
@@ -156,6 +161,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
         _fail(f"config key 'advice_bases' must list distinct scripted bots of {', '.join(SCRIPTED_NAMES)}, "
               f"got {bases!r}")
     v["advice_bases"] = tuple(bases)
+    v["reaction_policies"] = _specs("reaction_policies", d.get("reaction_policies") or {})
     conds = d.get("conditions", list(EvalConfig.conditions))
     if not isinstance(conds, (list, tuple)) or not conds or any(c not in CONDITIONS for c in conds):
         _fail(f"config key 'conditions' must list conditions of {', '.join(CONDITIONS)}, got {conds!r}")
@@ -179,7 +185,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     for key in ("games", "batch"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 1)
     for key in ("search_games", "cross_play_games", "mixed_games", "player_count_games", "position_games",
-                "advisor_games", "advice_games"):
+                "advisor_games", "advice_games", "reaction_games"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 0)
     if v["search_games"] > v["games"]:
         _fail(f"config key 'search_games' ({v['search_games']}) must not exceed games ({v['games']})")

@@ -1,6 +1,8 @@
 """The report as markdown: headline tables first, figures inline, definitions at the end."""
 from __future__ import annotations
 
+from coupjax import rules
+
 
 def _f(x, d=3):
     return "-" if x is None else f"{x:.{d}f}"
@@ -97,6 +99,18 @@ def advisor_section(rep, cfg) -> list[str]:
                 for base, conds in rep["advice_paired"].items() for cond, d in conds.items()]
         lines += _table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
                         rows)
+    if rep.get("reaction_rates"):
+        lines += ["### Challenge and block rates per claimed role", "",
+                  "How often each policy challenges a claim of each role when it may (challenged), and blocks by "
+                  "claiming the role when it may (blocked; bluff-blocks counted among them), in one seat of "
+                  f"{cfg.reaction_games:,} tables of seed {cfg.seeds[0]} per condition (`python -m "
+                  "evals.reaction_rates`). \"-\": no such decision.", ""]
+        rows = []
+        for label, conds in rep["reaction_rates"].items():
+            for cond, roles in conds.items():
+                rows.append([f"`{label}`", cond, *(f"{_f(r['challenge_rate'], 2)} / {_f(r['block_rate'], 2)}"
+                                                   for r in (roles[x] for x in rules.ROLES))])
+        lines += _table(["policy", "condition", *(f"{x}: challenged / blocked" for x in rules.ROLES)], rows)
     return lines
 
 

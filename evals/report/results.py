@@ -15,6 +15,9 @@ Layout of ``report.json`` (every rate has its counts beside it):
   bootstrap ``ci95_low`` / ``ci95_high`` and ``p_value``, ``placement`` (the same for the
   mean placement), ``games`` (tables per seed), ``seeds`` and ``verdict`` (as
   ``python -m evals.compare`` words it);
+* ``reaction_rates``: label -> condition -> role -> ``challenge_opportunities``,
+  ``challenges``, ``challenge_rate``, ``block_opportunities``, ``blocks``, ``bluff_blocks``,
+  ``block_rate`` (`evals.reaction_rates`);
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
@@ -166,6 +169,12 @@ def advice_paired(cells: dict, cfg) -> dict:
     return out
 
 
+def reaction_table(cells: dict, cfg) -> dict:
+    """label -> condition -> role -> counts and rates, from the ``reactions/{condition}`` cells."""
+    return {label: {cond: cell[label] for cond, cell in cells.items() if label in cell}
+            for label in cfg.reaction_policies if any(label in cell for cell in cells.values())}
+
+
 def read_ablation(paths: dict) -> dict:
     """label -> the run's per-chunk curves (entropy in nats, episode return, win rate,
     epsilon) and action-visit histograms, from its summary.json."""
@@ -202,6 +211,7 @@ def build(cfg, res: dict) -> dict:
     out = {
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "advice_paired": advice_paired(res.get("advice", {}), cfg),
+        "reaction_rates": reaction_table(res.get("reactions", {}), cfg),
         "by_players": by_players, "cross_play": cross_table(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
         "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,

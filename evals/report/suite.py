@@ -19,6 +19,8 @@ Cells (`evals.report.cells`), in the order they run:
 * ``advice/{condition}``: each of ``advice_bases`` with the page's advice
   (``advised:BASE``) and without, paired on ``advice_games`` tables per seed: per-table
   wins and placements (`evals.report.paired.play_paired`);
+* ``reactions/{condition}``: ``reaction_policies``' challenge and block rates per claimed
+  role on ``reaction_games`` tables of the first seed (`evals.report.reactions`);
 * ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
 Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
@@ -37,6 +39,7 @@ from evals.report import decision_benchmark
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
 from evals.report.paired import play_paired
+from evals.report.reactions import reaction_rates
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
 from evals.report.policies import build_policies, fits_table
@@ -401,8 +404,27 @@ class Suite:
 
         return {cond: self.store.cell(f"advice/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
+    def reaction_cells(self) -> dict:
+        """condition -> cell ``reactions/{condition}``: label -> role -> counts and rates."""
+        cfg = self.cfg
+        if not cfg.reaction_policies or cfg.reaction_games == 0:
+            return {}
+        env = self.env(cfg.num_players)
+        labels = [x for x in cfg.reaction_policies if fits_table(cfg.reaction_policies[x], cfg.num_players)]
+
+        def compute(cond):
+            task = self.task(f"reaction rates {cond}", 1)
+            specs = [cfg.reaction_policies[x] for x in labels]
+            rates = reaction_rates(env, list(dict.fromkeys(specs)), cfg.reaction_games, cfg.seeds[0], cond,
+                                   chunk=cfg.batch)
+            self.finish(task)
+            return {x: rates[cfg.reaction_policies[x]] for x in labels}, None
+
+        return {cond: self.store.cell(f"reactions/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
+
     def run(self) -> dict:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
                 "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
-                "advisor": self.advisor_cells(), "advice": self.advice_cells(), "scenarios": self.scenario_cell()}
+                "advisor": self.advisor_cells(), "advice": self.advice_cells(), "reactions": self.reaction_cells(),
+                "scenarios": self.scenario_cell()}
