@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from pathlib import Path
 from typing import Callable
 
 
@@ -23,6 +24,7 @@ class Entry:
     target: str | Callable
     doc: str
     kind: str = "user"  # scripted | belief | learned | search | user
+    export: str | None = None  # the weights it loads without an argument (relative to the package), if any
 
     def factory(self) -> Callable:
         if callable(self.target):
@@ -73,7 +75,7 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "best[:DIR]: the strongest policy coupjax ships: the main job's self-play network (weights committed) "
           "with the public-fact layer: the advice's challenges and true blocks, dominant main actions (a sure kill, "
           "a truthful tax, unblockable foreign aid, the forced coup's target) and the card-value rule when losing or "
-          "exchanging cards.", "learned"),
+          "exchanging cards.", "learned", export="policies/weights/best"),
     Entry("thompson", "coupjax.search.policy:make_thompson",
           "Thompson sampling over the posterior: samples hidden worlds from its own observation, rolls out every "
           "legal action in each (scripted_mix rollouts by default), and plays each action with the share of "
@@ -118,6 +120,19 @@ def entry(name: str) -> Entry:
     if name not in _ENTRIES:
         raise KeyError(f"unknown policy {name!r}; known: {', '.join(policy_names())}")
     return _ENTRIES[name]
+
+
+def export_of(spec: str) -> Path | None:
+    """The trained export a spec loads, if one: the path itself, ``NAME:DIR``'s DIR, or
+    a registered policy's committed weights (`Entry.export`); None for the rest.  Lets a
+    caller ask which table size a spec was trained for before building it."""
+    head, sep, arg = spec.partition(":")
+    for candidate in (spec, arg.split(",")[0] if sep else ""):
+        if candidate and Path(candidate).exists():
+            return Path(candidate)
+    if not sep and spec in _ENTRIES and _ENTRIES[spec].export:
+        return Path(__file__).resolve().parents[1] / _ENTRIES[spec].export
+    return None
 
 
 def make_policy(name: str, env, **kwargs):

@@ -62,12 +62,14 @@ def build_policies(env, cfg, labels=None) -> dict:
 
 
 def fits_table(spec: str, num_players: int) -> bool:
-    """Whether a spec can sit at a table of ``num_players`` (exports are trained for one size)."""
-    from pathlib import Path
+    """Whether a spec can sit at a table of ``num_players`` (exports are trained for one
+    size: a path, ``NAME:DIR`` or a registered policy's committed weights)."""
+    from coupjax.policies.registry import export_of
 
-    if not Path(spec).exists():
+    where = export_of(spec)
+    if where is None:
         return True
     from coupjax.inference import read_export
 
-    info, _ = read_export(spec)
+    info, _ = read_export(where)
     return int(info["num_players"]) == num_players
