@@ -49,6 +49,7 @@ MICRO = {
     "games": 6, "search_games": 0, "cross_play_games": 0, "mixed_games": 0, "player_count_games": 0,
     "position_games": 0, "advisor_games": 0, "scenarios": False, "batch": 8, "advice_bases": ["honest"],
     "advice_games": 6, "reaction_policies": {"honest": "honest"}, "reaction_games": 6,
+    "exploit_probes": {"honest": {"policy": "honest", "baseline": "random"}}, "probe_games": 6, "probe_tune_games": 4,
 }
 
 
@@ -181,7 +182,7 @@ def test_micro_report_files_and_resume(micro):
     assert {p.name: p.stat().st_mtime_ns for p in (out / "cells").iterdir()} == before
     again = json.loads((out / "report.json").read_text())
     assert again["meta"]["cells_reused"] == ["seat/n4/aggressive_heavy/s7", "advice/aggressive_heavy",
-                                             "reactions/aggressive_heavy"]
+                                             "reactions/aggressive_heavy", "probes/honest"]
     assert again["policies"] == rep["policies"] and again["advice_paired"] == rep["advice_paired"]
     d = rep["advice_paired"]["honest"]["aggressive_heavy"]
     assert d["games"] == MICRO["advice_games"] and d["seeds"] == MICRO["seeds"]
@@ -190,6 +191,9 @@ def test_micro_report_files_and_resume(micro):
     duke = rep["reaction_rates"]["honest"]["aggressive_heavy"]["duke"]
     assert duke["challenges"] <= duke["challenge_opportunities"] and duke["bluff_blocks"] == 0  # honest never bluffs
     assert "Challenge and block rates per claimed role" in (out / "report.md").read_text()
+    probe = rep["exploit_probes"]["honest"]
+    assert probe["strongest"] in probe["probes"] and probe["games"] == MICRO["probe_games"]
+    assert probe["ci95_low"] <= probe["diff"] <= probe["ci95_high"] and "### Exploit probes" in (out / "report.md").read_text()
     with pytest.raises(SystemExit):  # a folder with cells is not overwritten without --resume
         main(["--config", str(cfg), "--out", str(out), "--quiet", "--no-wandb"])
 
@@ -302,6 +306,7 @@ def test_the_default_config_loads():
     assert Path(cfg.policies["dqn_ref"]).is_dir()
     assert cfg.policies["best"] == "best" and cfg.reaction_games > 0
     assert {"best", "belief_ev", "advice"} <= set(cfg.reaction_policies)  # the three, side by side
+    assert cfg.exploit_probes["best"] == {"policy": "best", "baseline": "belief_ev"} and cfg.probe_games > 0
 
 
 def test_the_final_report_replaces_the_seeds(tmp_path, monkeypatch):

@@ -22,6 +22,10 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
 * ``reaction_policies`` (label -> spec) and ``reaction_games``: each policy's challenge
   and block rates per claimed role (`evals.reaction_rates`), in one seat of the same
   ``reaction_games`` tables per condition (first seed);
+* ``exploit_probes`` (label -> ``{policy: SPEC, baseline: SPEC}``), ``probe_games`` and
+  ``probe_tune_games``: the strongest scripted probe tuned against the policy (tuning
+  seed 1003, ``probe_tune_games`` tables per probe), then played against the policy and
+  the baseline on the same ``probe_games`` tables of the first seed (`evals.report.probes`);
 * ``conditions`` (`coupjax.policies.pools.CONDITIONS`), ``seeds``, ``num_players``,
   ``games`` (tables per policy, condition and seed), ``search_games``;
 * ``cross_play_games`` (tables per ordered pair), ``cross_play`` (labels; default all
@@ -62,6 +66,9 @@ class EvalConfig:
     advice_games: int = 3000
     reaction_policies: dict = dataclasses.field(default_factory=dict)
     reaction_games: int = 0
+    exploit_probes: dict = dataclasses.field(default_factory=dict)
+    probe_games: int = 0
+    probe_tune_games: int = 600
     conditions: tuple = ("aggressive_heavy", "honest_heavy")
     seeds: tuple = (7, 8, 9, 10, 11)
     num_players: int = 4
@@ -108,6 +115,17 @@ def _specs(key, v) -> dict:
         except PolicySpecError as err:
             _fail(f"config key {key}.{label}: {err}")
         out[label] = spec
+    return out
+
+
+def _probes(v) -> dict:
+    if not isinstance(v, Mapping):
+        _fail(f"config key 'exploit_probes' must be a mapping label -> {{policy, baseline}}, got {v!r}")
+    out = {}
+    for label, entry in v.items():
+        if not isinstance(entry, Mapping) or set(entry) != {"policy", "baseline"}:
+            _fail(f"config key exploit_probes.{label} must be a mapping with exactly policy and baseline, got {entry!r}")
+        out[str(label)] = _specs(f"exploit_probes.{label}", dict(entry))
     return out
 
 
@@ -162,6 +180,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
               f"got {bases!r}")
     v["advice_bases"] = tuple(bases)
     v["reaction_policies"] = _specs("reaction_policies", d.get("reaction_policies") or {})
+    v["exploit_probes"] = _probes(d.get("exploit_probes") or {})
     conds = d.get("conditions", list(EvalConfig.conditions))
     if not isinstance(conds, (list, tuple)) or not conds or any(c not in CONDITIONS for c in conds):
         _fail(f"config key 'conditions' must list conditions of {', '.join(CONDITIONS)}, got {conds!r}")
@@ -185,8 +204,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     for key in ("games", "batch"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 1)
     for key in ("search_games", "cross_play_games", "mixed_games", "player_count_games", "position_games",
-                "advisor_games", "advice_games", "reaction_games"):
+                "advisor_games", "advice_games", "reaction_games", "probe_games"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 0)
+    v["probe_tune_games"] = _int("probe_tune_games", d.get("probe_tune_games", EvalConfig.probe_tune_games), 1)
     if v["search_games"] > v["games"]:
         _fail(f"config key 'search_games' ({v['search_games']}) must not exceed games ({v['games']})")
     cross = d.get("cross_play") or []

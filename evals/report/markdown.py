@@ -111,6 +111,19 @@ def advisor_section(rep, cfg) -> list[str]:
                 rows.append([f"`{label}`", cond, *(f"{_f(r['challenge_rate'], 2)} / {_f(r['block_rate'], 2)}"
                                                    for r in (roles[x] for x in rules.ROLES))])
         lines += _table(["policy", "condition", *(f"{x}: challenged / blocked" for x in rules.ROLES)], rows)
+    if rep.get("exploit_probes"):
+        lines += ["### Exploit probes", "",
+                  "The strongest of the scripted probes (`role_bluffer:ROLE:RATE`, `bluffer`, `aggressive`), chosen "
+                  "by its win rate against three copies of the policy on tuning seed 1003, then seated against the "
+                  "policy and against the baseline on the same tables (`python -m evals.exploit_probe`). A fair "
+                  "share is 0.25; the difference's one-sided 95% upper bound says how much more exploitable than the "
+                  "baseline the policy can be.", ""]
+        rows = [[f"`{d['policy']}`", f"`{d['baseline']}`", f"`{d['strongest']}`", _f(d["win_rate_vs_policy"]),
+                 _f(d["win_rate_vs_baseline"]), f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]",
+                 f"{d['upper95']:+.3f}", f"{d['games']:,}"]
+                for d in rep["exploit_probes"].values()]
+        lines += _table(["policy", "baseline", "strongest probe", "its win rate vs policy", "vs baseline",
+                         "difference [95%]", "upper bound", "tables"], rows)
     return lines
 
 

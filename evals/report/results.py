@@ -18,6 +18,9 @@ Layout of ``report.json`` (every rate has its counts beside it):
 * ``reaction_rates``: label -> condition -> role -> ``challenge_opportunities``,
   ``challenges``, ``challenge_rate``, ``block_opportunities``, ``blocks``, ``bluff_blocks``,
   ``block_rate`` (`evals.reaction_rates`);
+* ``exploit_probes``: label -> the strongest scripted probe against its policy and its
+  baseline (`evals.report.probes.probe`: ``strongest``, ``win_rate_vs_policy``,
+  ``win_rate_vs_baseline``, ``diff``, ``ci95_low``, ``ci95_high``, ``upper95``, ``probes``);
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
@@ -212,6 +215,7 @@ def build(cfg, res: dict) -> dict:
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "advice_paired": advice_paired(res.get("advice", {}), cfg),
         "reaction_rates": reaction_table(res.get("reactions", {}), cfg),
+        "exploit_probes": dict(res.get("probes", {})),
         "by_players": by_players, "cross_play": cross_table(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
         "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,

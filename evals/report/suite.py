@@ -21,6 +21,9 @@ Cells (`evals.report.cells`), in the order they run:
   wins and placements (`evals.report.paired.play_paired`);
 * ``reactions/{condition}``: ``reaction_policies``' challenge and block rates per claimed
   role on ``reaction_games`` tables of the first seed (`evals.report.reactions`);
+* ``probes/{label}``: each of ``exploit_probes``: the strongest scripted probe tuned
+  against its policy, then against the policy and its baseline on ``probe_games`` tables
+  of the first seed (`evals.report.probes`);
 * ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
 Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
@@ -39,6 +42,7 @@ from evals.report import decision_benchmark
 from evals.report import stats as ST
 from evals.report.advisor import AdvisorRecorder
 from evals.report.paired import play_paired
+from evals.report.probes import probe
 from evals.report.reactions import reaction_rates
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
@@ -422,9 +426,25 @@ class Suite:
 
         return {cond: self.store.cell(f"reactions/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
+    def probe_cells(self) -> dict:
+        """label -> cell ``probes/{label}``: `evals.report.probes.probe`'s dict."""
+        cfg = self.cfg
+        if not cfg.exploit_probes or cfg.probe_games == 0:
+            return {}
+        env = self.env(cfg.num_players)
+
+        def compute(label):
+            task = self.task(f"exploit probes {label}", 1)
+            e = cfg.exploit_probes[label]
+            out = probe(env, e["policy"], e["baseline"], cfg.probe_games, [cfg.seeds[0]], cfg.probe_tune_games)
+            self.finish(task)
+            return out, None
+
+        return {label: self.store.cell(f"probes/{label}", lambda x=label: compute(x)) for label in cfg.exploit_probes}
+
     def run(self) -> dict:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
                 "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
                 "advisor": self.advisor_cells(), "advice": self.advice_cells(), "reactions": self.reaction_cells(),
-                "scenarios": self.scenario_cell()}
+                "probes": self.probe_cells(), "scenarios": self.scenario_cell()}

@@ -1,0 +1,51 @@
+"""Exploit probes: the tuning and the paired measure behind ``python -m
+evals.exploit_probe`` (its module doc says what they do), here so that the report
+(`evals.report.suite`) probes with the same functions."""
+from __future__ import annotations
+
+from coupjax import rules
+from coupjax.seat_tables import play_tables
+from coupjax.seeds import check_tuning_seed
+from evals.report.paired import play_paired
+from evals.report.stats import paired_bootstrap
+
+TUNE_SEED = 1003
+RATES = ("0.5", "1")
+PROBES = tuple(f"role_bluffer:{role}:{rate}" for role in rules.ROLES for rate in RATES) + ("bluffer", "aggressive")
+BOUND = 0.02
+
+
+def tune(env, policy: str, games: int, seed: int, probes=PROBES) -> dict:
+    """probe -> its seat-table row against three copies of ``policy`` on tuning ``seed``."""
+    check_tuning_seed(seed, "exploit probe tuning")
+    return play_tables(env, list(probes), games, seed, opponents=policy)
+
+
+def measure(env, probe: str, policy: str, baseline: str, games: int, seeds: list[int], n_boot: int = 2000) -> dict:
+    """The probe against ``policy`` and against ``baseline`` on the same tables (module doc)."""
+    vs_policy = play_paired(env, [probe], [probe], games, seeds, policy)["wins"][0]
+    vs_baseline = play_paired(env, [probe], [probe], games, seeds, baseline)["wins"][0]
+    two_sided = paired_bootstrap(vs_policy, vs_baseline, n_boot=n_boot)
+    one_sided = paired_bootstrap(vs_policy, vs_baseline, n_boot=n_boot, alpha=0.10)
+    return {"win_rate_vs_policy": float(vs_policy.mean()), "win_rate_vs_baseline": float(vs_baseline.mean()),
+            "diff": two_sided["diff"], "ci95_low": two_sided["ci_low"], "ci95_high": two_sided["ci_high"],
+            "upper95": one_sided["ci_high"], "p_value": two_sided["p_value"]}
+
+
+def strongest(rows: dict, probes=PROBES) -> str:
+    """The probe of highest win rate in the tuning table (the first listed on a tie)."""
+    return max(probes, key=lambda p: (rows[p]["win_rate"], -list(probes).index(p)))
+
+
+def probe(env, policy: str, baseline: str, games: int, seeds: list[int], tune_games: int, tune_seed: int = TUNE_SEED,
+          n_boot: int = 2000) -> dict:
+    """Tune, then measure the strongest probe (module doc of `evals.exploit_probe`): the
+    dict its ``--out`` keeps."""
+    rows = tune(env, policy, tune_games, tune_seed)
+    best = strongest(rows)
+    out = {"policy": policy, "baseline": baseline, "tune_seed": tune_seed, "tune_games": tune_games,
+           "probes": {p: rows[p] for p in PROBES}, "strongest": best,
+           **measure(env, best, policy, baseline, games, list(seeds), n_boot), "games": games, "seeds": list(seeds),
+           "bound": BOUND}
+    out["within_bound"] = out["upper95"] <= BOUND
+    return out
