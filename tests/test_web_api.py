@@ -452,3 +452,16 @@ def test_the_background_compile_computes_advice_where_the_seat_decides(monkeypat
     monkeypatch.setattr(advice_text, "advice", lambda state, seat, *a, **k: seen.append(real(state, seat, *a, **k)))
     readiness.compile_advice(readiness.compile_table(4), search=False)
     assert seen and all(seen) and {adv["phase"] for adv in seen} == {"action", "react"}
+
+
+def test_practice_against_best_and_a_clear_refusal_at_another_table_size(client):
+    """`best` (the strongest policy shipped) is a practice opponent like any spec; its
+    network was trained for 4 seats, so a 3-seat table is refused in one sentence."""
+    g = client.post("/api/practice", json={"num_players": 4, "seat": 0, "opponents": "best", "seed": 5}).json()
+    for _ in range(300):
+        if g["done"]:
+            break
+        g = client.post(f"/api/games/{g['id']}/act", json={"action": g["choices"][0]["action"]}).json()
+    assert g["done"]
+    r = client.post("/api/practice", json={"num_players": 3, "opponents": "best"})
+    assert r.status_code == 422 and "4 players" in r.text, r.text
