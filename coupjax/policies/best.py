@@ -24,10 +24,11 @@ over exactly where the public record or the agent's own hand decides, and nowher
   scripted bots (`coupjax.policies.scripted.reveal_and_keep`), which the network plays
   worse (it reveals a useful card and drops its Duke late in the game).
 
-Why these and not more: tilting every main action towards the one-step values, or
-letting the advice choose every kill, cost 10-15 points against ``honest`` and the DQN
-reference on development tables, while the layer above cost nothing measurable and
-adds the challenges and the scenario answers (docs/bots.md has the figures).
+Why these and not more: on development seed 7 (400 tables per opponent), tilting every
+main action towards the one-step values, or letting them choose every kill, cost 10-15
+points of win rate against ``honest`` and the DQN reference, while the layer above cost
+nothing measurable and adds the challenges and the scenario answers
+(docs/experiments/2026-12-02-best.md lists what was looked at).
 
 Everything reads the acting seat's observation only, so the leak test
 (`coupjax.testing.check_policy`) covers it like every registered policy.
