@@ -259,6 +259,16 @@ def _benchmark_figures():
         f"{probe['diff']:+.3f} | [{probe['ci95_low']:+.3f}, {probe['ci95_high']:+.3f}] | {probe['upper95']:+.3f} |"] + [
         f"| `{p}` | {r['win_rate']:.3f} | [{r['ci95_low']:.3f}, {r['ci95_high']:.3f}] |"
         for p, r in probe["probes"].items()]
+    learned = ROOT / "docs" / "experiments" / "2026-12-02-learned-probe"
+    pair = json.loads((learned / "compare.json").read_text())
+    runs = [{r["seed"]: r for r in json.loads((learned / f"{x}.json").read_text())["families"]["dqn"]}
+            for x in ("best", "belief_ev")]
+    yield "experiments/2026-12-02-learned-probe-results.md", [
+        f"| {s} | {runs[0][s]['win_rate']:.3f} [{runs[0][s]['ci95_low']:.3f}, {runs[0][s]['ci95_high']:.3f}] | "
+        f"{runs[1][s]['win_rate']:.3f} [{runs[1][s]['ci95_low']:.3f}, {runs[1][s]['ci95_high']:.3f}] | {d:+.3f} |"
+        for s, d in zip(pair["seeds"], pair["diff_per_seed"])] + [
+        f"| mean over {len(pair['seeds'])} seeds | {pair['diff']:+.3f} | [{pair['ci95_low']:+.3f}, "
+        f"{pair['ci95_high']:+.3f}] | {pair['upper95']:+.3f} |"]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
