@@ -57,8 +57,6 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from coupjax.args import output_file
-
 PROG = "python -m evals.bench_gpu"
 
 
@@ -413,11 +411,19 @@ def write_json(path: Path | None, report: dict) -> None:
 
 
 # ------------------------------------------------------------------ main
+def _output_file(text: str):
+    """`coupjax.args.output_file`, imported when the arguments are parsed: this module
+    imports nothing of the project at its top (a section imports what it uses)."""
+    from coupjax.args import output_file
+
+    return output_file(text)
+
+
 def main(argv=None) -> dict:
     from coupjax.args import Parser, fail
 
     ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=output_file, default=None, help="write the figures here (JSON, after every section)")
+    ap.add_argument("--out", type=_output_file, default=None, help="write the figures here (JSON, after every section)")
     ap.add_argument("--small", action="store_true", help="tiny sizes (automatic when the default device is a CPU)")
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help=f"comma-separated, in the order given (default {','.join(SECTIONS)})")
