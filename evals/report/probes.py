@@ -15,10 +15,11 @@ PROBES = tuple(f"role_bluffer:{role}:{rate}" for role in rules.ROLES for rate in
 BOUND = 0.02
 
 
-def tune(env, policy: str, games: int, seed: int, probes=PROBES) -> dict:
-    """probe -> its seat-table row against three copies of ``policy`` on tuning ``seed``."""
+def tune(env, policy: str, games: int, seed: int, probes=None) -> dict:
+    """probe -> its seat-table row against three copies of ``policy`` on tuning ``seed``
+    (``probes`` default `PROBES`)."""
     check_tuning_seed(seed, "exploit probe tuning")
-    return play_tables(env, list(probes), games, seed, opponents=policy)
+    return play_tables(env, list(PROBES if probes is None else probes), games, seed, opponents=policy)
 
 
 def measure(env, probe: str, policy: str, baseline: str, games: int, seeds: list[int], n_boot: int = 2000) -> dict:
@@ -32,19 +33,20 @@ def measure(env, probe: str, policy: str, baseline: str, games: int, seeds: list
             "upper95": one_sided["ci_high"], "p_value": two_sided["p_value"]}
 
 
-def strongest(rows: dict, probes=PROBES) -> str:
+def strongest(rows: dict) -> str:
     """The probe of highest win rate in the tuning table (the first listed on a tie)."""
-    return max(probes, key=lambda p: (rows[p]["win_rate"], -list(probes).index(p)))
+    names = list(rows)
+    return max(names, key=lambda p: (rows[p]["win_rate"], -names.index(p)))
 
 
 def probe(env, policy: str, baseline: str, games: int, seeds: list[int], tune_games: int, tune_seed: int = TUNE_SEED,
-          n_boot: int = 2000) -> dict:
+          n_boot: int = 2000, probes=None) -> dict:
     """Tune, then measure the strongest probe (module doc of `evals.exploit_probe`): the
-    dict its ``--out`` keeps."""
-    rows = tune(env, policy, tune_games, tune_seed)
+    dict its ``--out`` keeps.  ``probes``: the candidates (default `PROBES`)."""
+    rows = tune(env, policy, tune_games, tune_seed, probes)
     best = strongest(rows)
     out = {"policy": policy, "baseline": baseline, "tune_seed": tune_seed, "tune_games": tune_games,
-           "probes": {p: rows[p] for p in PROBES}, "strongest": best,
+           "probes": rows, "strongest": best,
            **measure(env, best, policy, baseline, games, list(seeds), n_boot), "games": games, "seeds": list(seeds),
            "bound": BOUND}
     out["within_bound"] = out["upper95"] <= BOUND
