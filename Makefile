@@ -14,7 +14,7 @@ run: install
 	$(PYTHON) -m coupjax
 
 test: install
-	$(PYTHON) -m pytest -q -n 2 -m "not slow"
+	$(PYTHON) -m pytest -q -n 2 --dist loadscope -m "not slow"
 
 bench: install
 	$(PYTHON) -m evals.bench_engine
