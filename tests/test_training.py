@@ -261,6 +261,8 @@ def test_wandb_offline_run_writes_files(setup, tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------ data parallel
 MULTI = textwrap.dedent("""
+    from coupjax import compile_cache
+    compile_cache.enable()  # before JAX starts: the quick CPU compiles and the persistent cache, as every command
     import json, sys, jax, numpy as np
     from training.config import config_from_dict
     from training.dqn import make_train
