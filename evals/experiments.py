@@ -13,7 +13,10 @@ machine (the config's ``estimate`` rates; a finished item shows its measured tim
 * ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
   (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
   record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
-  every training seed, ``exploit.one_seed_families`` on the first only.
+  every training seed with every ``exploit.br_seeds``; ``exploit.one_seed_families`` on
+  the first training seed only, of the labels ``exploit.one_seed_configs`` (default: all
+  of ``exploit.configs``), with the seeds ``exploit.one_seed_br_seeds`` (default:
+  ``exploit.br_seeds``).
 
 Resumable: a finished item (a run with its export and a complete summary, a best
 response's JSON) is skipped; a cut run resumes from its last checkpoint (the trainer's
@@ -43,7 +46,8 @@ from coupjax.seeds import TUNING_SEEDS
 PROG = "python -m evals.experiments"
 QUICKSTART = "quickstart"
 KEYS = ("out", "training_seeds", "configs", "set", "exploit", "report", "estimate")
-EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "br_seeds", "games", "set", "ppo_set", "search")
+EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "one_seed_configs", "br_seeds", "one_seed_br_seeds",
+                "games", "set", "ppo_set", "search")
 REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head")
 ESTIMATE_KEYS = ("compile_seconds", "selfplay_env_steps_per_second", "dqn_transitions_per_second",
                  "tables_per_second", "search_tables_per_second")
@@ -175,14 +179,20 @@ def _exploit(ex: dict, labels: list) -> dict:
         except ValueError as err:
             _fail(f"config key exploit.{key}: {err}")
     out["one_seed_families"] = [f for f in out["one_seed_families"] if f not in out["families"]]
+    out["one_seed_configs"] = list(_strs("exploit.one_seed_configs", ex.get("one_seed_configs", out["configs"])))
+    for c in out["one_seed_configs"]:
+        if c not in out["configs"]:
+            _fail(f"config key exploit.one_seed_configs: {c!r} is not a label of exploit.configs "
+                  f"({', '.join(out['configs'])})")
     if out["configs"] and (out["families"] or out["one_seed_families"]):
-        out["br_seeds"] = list(_ints("exploit.br_seeds", ex.get("br_seeds")))
-        for s in out["br_seeds"]:
-            if s in TUNING_SEEDS:
-                _fail(f"config key exploit.br_seeds: seed {s} was used to tune ({TUNING_SEEDS[s]}); best responses "
-                      "are reports")
+        for key, default in (("br_seeds", None), ("one_seed_br_seeds", ex.get("br_seeds"))):
+            out[key] = list(_ints(f"exploit.{key}", ex.get(key, default)))
+            for s in out[key]:
+                if s in TUNING_SEEDS:
+                    _fail(f"config key exploit.{key}: seed {s} was used to tune ({TUNING_SEEDS[s]}); best "
+                          "responses are reports")
     else:
-        out["br_seeds"] = []
+        out["br_seeds"], out["one_seed_br_seeds"] = [], []
     games = ex.get("games", 1000)
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         _fail(f"config key exploit.games must be a positive integer, got {games!r}")
@@ -345,8 +355,9 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
     ex = cfg.exploit
     for label in ex["configs"]:
         for i, s in enumerate(cfg.training_seeds):
-            for family in ex["families"] + (ex["one_seed_families"] if i == 0 else []):
-                for br in ex["br_seeds"]:
+            one_seed = ex["one_seed_families"] if i == 0 and label in ex["one_seed_configs"] else []
+            for family in ex["families"] + one_seed:
+                for br in ex["one_seed_br_seeds"] if family in one_seed else ex["br_seeds"]:
                     p = exploit_file(out, label, s, family, br)
                     it = Item(f"exploit/{label}/seed_{s}/{family}/br_{br}", "exploit", label, s, p,
                               _exploit_estimate(cfg, family, cfg.estimate), family, br)

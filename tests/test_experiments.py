@@ -75,18 +75,38 @@ def test_dry_run_plan_lists_the_expected_items(tmp_path, capsys, tmp_ledger):
     assert "train/sp/seed_21" in only and "train/dqn/" not in only and "exploit/sp/seed_21/ppo/br_150" in only
 
 
+def test_one_seed_families_run_on_the_labels_and_seeds_named(tmp_path, capsys):
+    """``one_seed_configs`` and ``one_seed_br_seeds`` narrow the one-seed families only:
+    every exploit config keeps its ``families`` on every training seed and best-response seed."""
+    ex = {**SMALL["exploit"], "br_seeds": [150, 151], "one_seed_configs": ["sp"], "one_seed_br_seeds": [152]}
+    cfg = write(tmp_path / "exp.yaml", {**SMALL, "exploit": ex})
+    assert experiments.main(["--config", str(cfg), "--out", str(tmp_path / "r"), "--dry-run", "--only", "exploit"]) == 0
+    text = capsys.readouterr().out
+    names = [line.split("]", 1)[1].split()[0] for line in text.splitlines() if line.strip().startswith("[")]
+    dqn = [f"exploit/{c}/seed_{s}/dqn/br_{b}" for s in (21, 22, 23) for b in (150, 151) for c in ("dqn", "sp")]
+    assert sorted(names) == sorted(dqn + ["exploit/sp/seed_21/ppo/br_152"])
+    bad = write(tmp_path / "bad.yaml", {**SMALL, "exploit": {**ex, "one_seed_configs": ["nobody"]}})
+    one_line_error(capsys, lambda: experiments.main(["--config", str(bad), "--dry-run"]),
+                   "exploit.one_seed_configs: 'nobody' is not a label of exploit.configs")
+
+
 def test_the_shipped_plan(capsys, tmp_path):
     """The shipped config: every config x 3 fresh training seeds, then its best responses."""
     assert experiments.main(["--config", str(ROOT / "configs" / "experiments.yaml"), "--out", str(tmp_path / "r"),
                    "--dry-run", "--only", "train"]) == 0
     text = capsys.readouterr().out
     cfg = experiments.load_config(ROOT / "configs" / "experiments.yaml")
-    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job"}
+    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job", "selfplay_cpu_2x"}
     assert len(cfg.training_seeds) >= 3 and not set(cfg.training_seeds) & set(S.TUNING_SEEDS)
     for label in cfg.configs:
         for s in cfg.training_seeds:
             assert f"train/{label}/seed_{s}" in text
     assert experiments.training_config(cfg, "main_job", 22).num_chunks == 6  # the main job's cut, on a fresh seed
+    # equal compute: PSRO's two passes of updates (training.psro), in one self-play run
+    psro = experiments.training_config(cfg, "selfplay_psro_cpu", 22)
+    twice = experiments.training_config(cfg, "selfplay_cpu_2x", 22)
+    assert twice.num_chunks * twice.updates_per_chunk == psro.num_chunks * psro.updates_per_chunk
+    assert ("selfplay_psro_cpu", "selfplay_cpu_2x") in {tuple(p) for p in cfg.report["pairs"]}
 
 
 @pytest.mark.parametrize("change, words", [
