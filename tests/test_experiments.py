@@ -210,6 +210,32 @@ def test_rankings_say_beats_only_where_the_paired_interval_excludes_0():
     assert alone[0]["verdict"].endswith("beats `y`") and many[0]["verdict"].startswith("no significant")
 
 
+def test_less_exploitable_only_where_the_intervals_over_runs_do_not_overlap():
+    """The final report's exploitability verdicts (its criterion): from the `dqn` family's
+    runs (training seeds x best-response seeds), never from one run's table interval."""
+    from evals.exploit import summarize
+
+    def runs(rates):
+        return {"dqn": [{"win_rate": r, "seed": 150 + i, "policy": f"p{i % 3}", "ci95_low": r - 0.03,
+                         "ci95_high": r + 0.03, "games": 1000, "train_seconds": 1.0, "curve": [0.1, r],
+                         "config": {"num_players": 4}} for i, r in enumerate(rates)]}
+
+    rng = np.random.default_rng(0)
+    low = summarize("low", runs(0.30 + 0.01 * rng.standard_normal(9)))
+    high = summarize("high", runs(0.60 + 0.01 * rng.standard_normal(9)))
+    noisy = summarize("noisy", runs([0.2, 0.7, 0.45, 0.3, 0.65, 0.5, 0.35, 0.6, 0.4]))  # mean near 0.46, wide
+    one = summarize("one", runs([0.9]))
+    exploit = {"low": low, "high": high, "noisy": noisy, "one": one}
+    comps = final.exploit_comparisons(exploit, [["low", "high"], ["high", "low"], ["noisy", "high"], ["low", "one"],
+                                                ["low", "nobody"], ["low", "high"]])
+    assert [c["verdict"] for c in comps] == [
+        "`low` is less exploitable than `high`", "`low` is less exploitable than `high`",
+        "no significant difference in exploitability between `noisy` and `high`"]  # one run: no interval
+    assert comps[2]["a_ci95_low"] < comps[2]["b_ci95_low"] < comps[2]["a_ci95_high"] and comps[0]["a_runs"] == 9
+    text = "\n".join(final._exploit_section({"exploit": exploit, "exploit_comparisons": comps}))
+    assert "**`low` is less exploitable than `high`**" in text and "`one` dqn (best-response seed 150): 0.100 -> 0.900" in text
+
+
 def test_a_results_file_without_a_criterion_line_is_refused():
     with pytest.raises(final.FinalReportError, match="Criterion: <full commit hash>"):
         final.check_results("# Results\n\nselfplay beats dqn\n")

@@ -150,9 +150,35 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
                       "win_rate_b": r["win_rate_b"]})
     exploit_path = Path(runs) / "exploit.json"
     exploit = json.loads(exploit_path.read_text()) if exploit_path.is_file() else {}
+    ranked = [*rep.get("pairs", []), *rep.get("head_to_head", [])]
     return {"runs": str(runs), "seeds": list(seeds), "condition": rep["condition"], "games": rep["games"],
             "training_seeds": list(exp["training_seeds"]), "configs": configs, "rankings": rank(pairs),
-            "exploit": exploit, "n_boot": n_boot, "alpha": ALPHA}
+            "exploit": exploit, "exploit_comparisons": exploit_comparisons(exploit, ranked),
+            "n_boot": n_boot, "alpha": ALPHA}
+
+
+def exploit_comparisons(exploit: dict, pairs, family: str = "dqn") -> list[dict]:
+    """For each ranked pair whose two configs both have ``family`` best responses on
+    several runs: the two means with their 95% t intervals over the runs (training seeds
+    x best-response seeds, the noise that varies), and the verdict.  "Less exploitable"
+    only where the intervals do not overlap (a conservative test: the final report's
+    criterion); otherwise "no significant difference"."""
+    out = []
+    for a, b in dict.fromkeys(tuple(p) for p in pairs):
+        fa = exploit.get(a, {}).get("over_seeds", {}).get(family)
+        fb = exploit.get(b, {}).get("over_seeds", {}).get(family)
+        if not fa or not fb or min(fa["runs"], fb["runs"]) < 2:
+            continue
+        if fa["ci95_high"] < fb["ci95_low"]:
+            verdict = f"`{a}` is less exploitable than `{b}`"
+        elif fb["ci95_high"] < fa["ci95_low"]:
+            verdict = f"`{b}` is less exploitable than `{a}`"
+        else:
+            verdict = f"no significant difference in exploitability between `{a}` and `{b}`"
+        out.append({"a": a, "b": b, "family": family, "verdict": verdict,
+                    **{f"{k}_{x}": o[x] for k, o in (("a", fa), ("b", fb)) for x in ("mean", "ci95_low", "ci95_high",
+                                                                                       "runs")}})
+    return out
 
 
 # ------------------------------------------------------------------ docs/results.md
@@ -222,8 +248,27 @@ def _exploit_section(fin: dict) -> list[str]:
         fam = "; ".join(f"{f}: mean {_f(o['mean'])} [{_f(o['ci95_low'])}, {_f(o['ci95_high'])}] over {o['runs']}"
                         for f, o in e["over_seeds"].items())
         rows.append([f"`{label}`", head + missing, per, fam])
-    return lines + _table(["config", "exploitability (max)", "max per training seed",
-                           "per family: mean over runs [95% t]"], rows)
+    lines += _table(["config", "exploitability (max)", "max per training seed",
+                     "per family: mean over runs [95% t]"], rows)
+    comps = fin.get("exploit_comparisons", [])
+    if comps:
+        lines += [f"Compared by their `{comps[0]['family']}` best responses (the mean over training seeds x "
+                  "best-response seeds with a 95% t interval over those runs; \"less exploitable\" only where the "
+                  "two intervals do not overlap):", ""]
+        lines += [f"- **{c['verdict'][0].upper() + c['verdict'][1:]}**: `{c['a']}` {_f(c['a_mean'])} "
+                  f"[{_f(c['a_ci95_low'])}, {_f(c['a_ci95_high'])}] over {c['a_runs']} runs, `{c['b']}` "
+                  f"{_f(c['b_mean'])} [{_f(c['b_ci95_low'])}, {_f(c['b_ci95_high'])}] over {c['b_runs']} runs."
+                  for c in comps]
+        lines.append("")
+    curves = [(label, f, r) for label, e in fin["exploit"].items() for f, rows in e.get("families", {}).items()
+              if len(rows) == 1 for r in rows if r.get("curve")]
+    if curves:
+        lines += ["Learning curves of the one-run families (win rate along training; for a search best response, "
+                  "along its sampled worlds doubling), to show where each stopped rising:", ""]
+        lines += [f"- `{label}` {f} (best-response seed {r['seed']}): "
+                  + " -> ".join(_f(x) for x in r["curve"]) for label, f, r in curves]
+        lines.append("")
+    return lines
 
 
 def render(rep: dict, cfg, criterion: dict) -> str:
