@@ -50,7 +50,7 @@ EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "one_seed_configs", 
                 "games", "set", "ppo_set", "search")
 REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head")
 ESTIMATE_KEYS = ("compile_seconds", "selfplay_env_steps_per_second", "dqn_transitions_per_second",
-                 "tables_per_second", "search_tables_per_second")
+                 "best_response_transitions_per_second", "tables_per_second", "search_tables_per_second")
 
 
 class ExperimentsError(ValueError):
@@ -153,8 +153,9 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
     for k, v in est.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
             _fail(f"config key estimate.{k} must be a positive number, got {v!r}")
-    estimate = {"compile_seconds": 25, "selfplay_env_steps_per_second": 29000, "dqn_transitions_per_second": 4000,
-                "tables_per_second": 40, "search_tables_per_second": 6, **est}
+    estimate = {"compile_seconds": 25, "selfplay_env_steps_per_second": 21000, "dqn_transitions_per_second": 2900,
+                "best_response_transitions_per_second": 9000, "tables_per_second": 40, "search_tables_per_second": 6,
+                **est}
     return ExperimentsConfig(out, seeds, dict(configs), {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
                              exploit, report, estimate, resolved)
 
@@ -304,7 +305,7 @@ def _train_estimate(tc, est: dict) -> float:
             br = load(config_file(tc.psro_config))
             chunks = tc.psro_budget or br.num_chunks
             secs += iters * (est["compile_seconds"] + chunks * br.updates_per_chunk * br.num_envs
-                             / est["dqn_transitions_per_second"])
+                             / est["best_response_transitions_per_second"])
     return secs + (tc.eval_games / est["tables_per_second"] if tc.eval_games else 0.0)
 
 
@@ -317,7 +318,8 @@ def _exploit_estimate(cfg: ExperimentsConfig, family: str, est: dict) -> float:
     if family in ("dqn", "dqn4x"):
         d = load(config_file(DEFAULT_CONFIG), cfg.exploit["set"])
         work = d.num_chunks * d.updates_per_chunk * d.num_envs * (4 if family == "dqn4x" else 1)
-        return est["compile_seconds"] + work / est["dqn_transitions_per_second"] + games / est["tables_per_second"]
+        return (est["compile_seconds"] + work / est["best_response_transitions_per_second"]
+                + games / est["tables_per_second"])
     if family == "ppo":
         p = load(config_file(PPO_CONFIG), cfg.exploit["ppo_set"])
         work = p.num_chunks * p.updates_per_chunk * p.num_envs * p.rollout_steps

@@ -152,7 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=Path, default=Path("runs/experiments"),
                     help="--final: the folder python -m evals.experiments trained (default runs/experiments)")
     ap.add_argument("--seeds", type=int, nargs="+", default=None,
-                    help="--final: held-out table seeds (default: the first of coupjax.seeds.HELD_OUT_SEEDS)")
+                    help="--final: held-out table seeds (default: as many as the config has seeds, the first of "
+                         "coupjax.seeds.HELD_OUT_SEEDS: 100-104)")
     ap.add_argument("--results", type=Path, default=None, help="--final: the results file (default docs/results.md)")
     ap.add_argument("--boot", type=positive_int, default=2000, help="--final: bootstrap resamples of each ranking")
     args = ap.parse_args(argv)
