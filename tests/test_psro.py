@@ -63,9 +63,9 @@ def test_a_best_response_to_the_network_after_chunk_1_joins_the_league(runs):
     assert br_info["opponents"] == [str(it.resolve())] and br_info["config"]["num_chunks"] == 2
     # chunk 2 seated it (pool weight psro_weight), and the final network moved on from chunk 1's
     final_info, final = read_export(run)
-    br = str(psro.best_response_path(run, 1).resolve())
+    br = "psro/chunk_1/best_response"  # inside the run directory: named relative to it, no machine's folder
     assert final_info["config"]["opponents"] == {"random": 1.0, "honest": 1.0, br: 3.0}
-    assert br in final_info["league"] and not _same(final, agent)
+    assert br in final_info["league"] and not _same(final, agent) and str(run.resolve()) not in json.dumps(final_info)
     assert summary["final"]["league/games_vs_psro/chunk_1/best_response"] > 0  # its label in the metrics
     assert summary["final"]["step"] == cfg.updates_per_chunk  # chunk 2 was the first of a new pass
     assert [h["step"] for h in summary["history"]] == [cfg.updates_per_chunk]  # the resumed call's chunk

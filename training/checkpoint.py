@@ -15,6 +15,7 @@ read by `coupjax.inference.load_policy`.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import jax
@@ -77,9 +78,29 @@ def restore_checkpoint(directory, target, step: int | None = None):
     return state, out["config"], step
 
 
+def relative_paths(data, root):
+    """JSON ``data`` with every string and mapping key that is a path inside ``root``
+    written relative to it: an export that names its own run's files (a PSRO league's
+    best responses) then names no folder of the machine it was trained on, and its run
+    directory can move (runs/experiments is committed)."""
+    prefix = str(Path(root).resolve()) + os.sep
+
+    def fix(x):
+        if isinstance(x, str):
+            return x[len(prefix):] if x.startswith(prefix) else x
+        if isinstance(x, dict):
+            return {fix(k): fix(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [fix(v) for v in x]
+        return x
+
+    return fix(data)
+
+
 def write_export(export_dir, params, *, kind: str, num_players: int, hidden_sizes, obs_dim: int, num_actions: int,
-                 temperature: float, config: dict, extra: dict | None = None) -> Path:
-    """Write ``params.msgpack`` + ``policy.json``; returns the directory.  Checks it loads."""
+                 temperature: float, config: dict, extra: dict | None = None, run_dir=None) -> Path:
+    """Write ``params.msgpack`` + ``policy.json``; returns the directory.  Checks it loads.
+    ``run_dir``: paths inside it are written relative to it (`relative_paths`)."""
     d = Path(export_dir)
     d.mkdir(parents=True, exist_ok=True)
     host = jax.tree.map(np.asarray, jax.device_get(params))
@@ -88,6 +109,8 @@ def write_export(export_dir, params, *, kind: str, num_players: int, hidden_size
             "hidden_sizes": [int(h) for h in hidden_sizes], "obs_dim": int(obs_dim),
             "num_actions": int(num_actions), "temperature": float(temperature), "params_file": PARAMS_FILE,
             "config": config, **(extra or {})}
+    if run_dir is not None:
+        info = relative_paths(info, run_dir)
     (d / POLICY_FILE).write_text(json.dumps(info, indent=2))
     read_export(d)
     return d

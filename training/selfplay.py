@@ -385,7 +385,7 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
                        temperature=cfg.export_temperature, config=config_to_dict(cfg),
                        extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,
                               "belief_hidden_sizes": list(belief_hidden), "value_file": VALUE_FILE,
-                              "value_hidden_sizes": list(cfg.hidden_sizes)})
+                              "value_hidden_sizes": list(cfg.hidden_sizes)}, run_dir=run_dir)
         (d / BELIEF_FILE).write_bytes(serialization.msgpack_serialize(belief))
         (d / VALUE_FILE).write_bytes(serialization.msgpack_serialize(params["value"]))
     return run_dir / "export"
