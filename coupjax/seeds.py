@@ -149,6 +149,17 @@ def running_command() -> str:
     return f"python -m {'.'.join(parts)}"
 
 
+# Outputs, not code: the ledger itself and the committed run record that the same
+# commands write, so a resumed plan's later items do not read as run from a changed tree.
+NOT_CODE = (COMMITTED_LEDGER.relative_to(REPO_ROOT).as_posix(), "runs")
+
+
+def tree_is_dirty(cwd: Path = REPO_ROOT) -> bool:
+    """Whether tracked files other than `NOT_CODE` differ from HEAD."""
+    return bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                    *(f":!{p}" for p in NOT_CODE), cwd=cwd))
+
+
 _recorded: set = set()  # (seed, what) already appended by this process
 
 
@@ -168,8 +179,7 @@ def record_held_out_use(seed: int, what: str, path: Path | None = None) -> dict 
         "report": what,
         "argv": sys.argv[1:],
         "commit": git("rev-parse", "HEAD"),
-        "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                          f":!{COMMITTED_LEDGER.relative_to(REPO_ROOT).as_posix()}")),
+        "dirty": tree_is_dirty(),
         "seed": int(seed),
         "time": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "criterion": criterion,

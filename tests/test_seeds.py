@@ -296,3 +296,22 @@ def test_the_writer_names_the_criterion_commit(repo, monkeypatch):
     assert seeds.criterion_commit(CRIT, cwd=repo.path) == c
     assert seeds.criterion_commit(c[:10], cwd=repo.path) == c
     assert seeds.criterion_commit("docs/experiments/none.md", cwd=repo.path) is None
+
+
+def test_dirty_means_changed_code_not_the_run_record(tmp_path):
+    """A resumed plan rewrites runs/experiments/exploit.json between its items; that must
+    not mark its later held-out runs as made from a changed tree, while a code change must."""
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    for rel in ("evals/a.py", "runs/experiments/exploit.json", "docs/experiments/ledger.jsonl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("0\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    assert not seeds.tree_is_dirty(tmp_path)
+    (tmp_path / "runs/experiments/exploit.json").write_text("1\n")
+    (tmp_path / "docs/experiments/ledger.jsonl").write_text("1\n")
+    assert not seeds.tree_is_dirty(tmp_path)
+    (tmp_path / "evals/a.py").write_text("1\n")
+    assert seeds.tree_is_dirty(tmp_path)
