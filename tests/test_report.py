@@ -306,7 +306,7 @@ def test_the_default_config_loads():
     from evals.report.config import load_config
 
     cfg = load_config(config_path("eval.yaml"))
-    assert cfg.games == 4000 and len(cfg.seeds) == 5 and cfg.cross_play_games == 2000
+    assert cfg.games == 1500 and len(cfg.seeds) == 5 and cfg.cross_play_games == 800
     assert Path(cfg.policies["dqn_ref"]).is_dir()
     assert cfg.policies["best"] == "best" and cfg.reaction_games > 0
     assert {"best", "belief_ev", "advice"} <= set(cfg.reaction_policies)  # the three, side by side
