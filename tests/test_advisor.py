@@ -313,6 +313,24 @@ def test_advisor_quality_small_run(tmp_path):
         assert res[cond]["overflow"] == 0
 
 
+def test_recorder_never_plays_its_padding_games():
+    """A short call is padded to its compiled shape with copies of its last game; the
+    copies are never played, so 5 games record the 128 claims they record alone
+    (games_per_call=5) in a buffer of 4 rows per compiled game (160 rows).  Before, the
+    35 copies of game 4 were played and overflowed it, as 3,000 copies of one long game
+    overflowed the held-out report's advisor cell (2,000 games padded to 5,000)."""
+    from coupjax.env import Env
+    from coupjax.policies.pools import SCRIPTED_NAMES
+    from evals.advisor.record import QueueRecorder, play_condition
+
+    env = Env(N)
+    recorder = QueueRecorder(env, [policies.make_policy(x, env) for x in SCRIPTED_NAMES], slots=16, games_per_call=40,
+                             rows_per_game=4)
+    rec = play_condition(recorder, jax.random.PRNGKey(5), "honest_heavy", 5, 25)
+    assert len(rec["label"]) == 128 and set(rec["game"].tolist()) <= set(range(5))
+    assert (rec["overflow"], rec["unfinished"], rec["games"]) == (0, 0, 5)
+
+
 def test_advisor_quality_keeps_tuning_and_report_seeds_apart(capsys):
     """The evaluation and the seat table refuse tuning seeds; --fit and --tune accept only
     them; all before any game is played."""

@@ -67,7 +67,8 @@ class QueueRecorder:
     ``obs`` int16[R, obs], ``label``, ``kind``, ``step``, ``game`` (row order: game, then
     step), and per game ``count`` (scored decisions, may exceed `MAX_SCORED`),
     ``steps``, ``finished``.  ``games_per_call`` games are compiled per call (more are
-    split, fewer padded)."""
+    split, fewer padded; a padding game is never played, so a short last call cannot fill
+    the row buffer with copies of its last game)."""
 
     def __init__(self, env: Env, policy_list, slots: int = 1000, max_steps: int = MAX_STEPS,
                  max_scored: int = MAX_SCORED, games_per_call: int = 5000, rows_per_game: int = 64,
@@ -93,9 +94,11 @@ class QueueRecorder:
             k_init, k_run = jax.random.split(gkey)
             return env.init(k_init), k_run
 
-        def play(keys, idx):
+        def play(keys, idx, count):
+            # games count .. G-1 pad the call to its compiled shape: never loaded, never recorded
             G = keys.shape[0]
-            game = jnp.where(jnp.arange(B) < G, jnp.arange(B), G).astype(jnp.int32)
+            count = jnp.minimum(count, G)
+            game = jnp.where(jnp.arange(B) < count, jnp.arange(B), G).astype(jnp.int32)
             s, run_key = jax.vmap(init_game)(keys[jnp.clip(game, 0, G - 1)])
             st = {name: jnp.zeros((B, n), jnp.int32) for name in seat_tables.STAT_NAMES}
             st["entropy"] = jnp.zeros((B, n), jnp.float32)
@@ -114,7 +117,7 @@ class QueueRecorder:
                 return (game < G) & ~c.state.terminated & (c.steps < max_steps)
 
             def cond(c):
-                return (c.aux["game"] < G).any() | (c.aux["nxt"] < G)
+                return (c.aux["game"] < G).any() | (c.aux["nxt"] < count)
 
             def log(x, c, a, logits, served):  # the scored decisions of the served games
                 s, t, game = c.state, c.steps, x["game"]
@@ -146,7 +149,7 @@ class QueueRecorder:
                 game = jnp.where(done, G, game)
                 R_ = max(1, B // 16)
                 pick = jnp.nonzero(game >= G, size=R_, fill_value=B)[0]
-                new_game = jnp.where((pick < B) & (nxt + jnp.arange(R_) < G), nxt + jnp.arange(R_), G).astype(jnp.int32)
+                new_game = jnp.where((pick < B) & (nxt + jnp.arange(R_) < count), nxt + jnp.arange(R_), G).astype(jnp.int32)
                 take = new_game < G
                 slot = jnp.where(take, pick, B)
                 ng = jnp.clip(new_game, 0, G - 1)
@@ -158,22 +161,24 @@ class QueueRecorder:
                                   key=(run_key.at[slot].set(fkey, mode="drop"), c.key[1]),
                                   seats=c.seats.at[slot].set(idx[ng], mode="drop"), aux=x)
 
-            aux = {"game": game, "nxt": jnp.int32(min(B, G)), "st": st, "rows": rows, "nrows": jnp.int32(0),
+            aux = {"game": game, "nxt": jnp.minimum(B, count).astype(jnp.int32), "st": st, "rows": rows, "nrows": jnp.int32(0),
                    "per": per, "cnt": jnp.zeros(B, jnp.int32), "served": jnp.zeros(B, bool)}
             c, _ = rollout.play(env, policies, s, (run_key, run_key), seats=idx[jnp.clip(game, 0, G - 1)],
                                 capacity=self.capacity, step_keys=split_keys, live=live, cond=cond, tally=log,
                                 reset=reload, aux=aux, step=step)
             return c.aux["rows"], c.aux["nrows"], c.aux["per"]
 
-        def local(k, i):  # rows and their count with a leading device axis
-            rows, nrows, per = play(k, i)
+        def local(k, i, count):  # rows and their count with a leading device axis
+            if D > 1:  # device d plays games d * Q/D ...: its real ones
+                count = jnp.clip(count - jax.lax.axis_index("data") * k.shape[0], 0)
+            rows, nrows, per = play(k, i, count)
             return jax.tree.map(lambda x: x[None], (rows, nrows)) + (per,)
 
         if D == 1:
             self._play = jax.jit(local)
         else:
             mesh = mesh_devices.data_mesh(devs)
-            self._play = jax.jit(mesh_devices.shard(local, mesh, (P("data"), P("data")), P("data")))
+            self._play = jax.jit(mesh_devices.shard(local, mesh, (P("data"), P("data"), P()), P("data")))
         self.rows_capacity = M
         self.devices = D
 
@@ -185,7 +190,7 @@ class QueueRecorder:
             k, idx = game_keys[start:start + Q], seat_idx[start:start + Q]
             real = len(idx)
             k, idx = seat_tables.pad_rows(k, Q), seat_tables.pad_rows(idx, Q)
-            rows, nrows, per = jax.device_get(self._play(jnp.asarray(k), jnp.asarray(idx)))
+            rows, nrows, per = jax.device_get(self._play(jnp.asarray(k), jnp.asarray(idx), jnp.int32(real)))
             nrows = np.asarray(nrows).reshape(-1)
             if int(nrows.max()) > self.rows_capacity:
                 raise RuntimeError(f"the recorder's row buffer ({self.rows_capacity}) overflowed: raise rows_per_game")
