@@ -160,6 +160,13 @@ def tree_is_dirty(cwd: Path = REPO_ROOT) -> bool:
                     *(f":!{p}" for p in NOT_CODE), cwd=cwd))
 
 
+def code_version(cwd: Path = REPO_ROOT) -> str:
+    """HEAD's hash, with ``+dirty`` where code differs from it (`tree_is_dirty`: the run
+    record and the ledger are outputs, not code); ``unknown`` outside a checkout."""
+    head = git("rev-parse", "HEAD", cwd=cwd)
+    return head + ("+dirty" if tree_is_dirty(cwd) else "") if head else "unknown"
+
+
 _recorded: set = set()  # (seed, what) already appended by this process
 
 

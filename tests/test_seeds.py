@@ -300,7 +300,8 @@ def test_the_writer_names_the_criterion_commit(repo, monkeypatch):
 
 def test_dirty_means_changed_code_not_the_run_record(tmp_path):
     """A resumed plan rewrites runs/experiments/exploit.json between its items; that must
-    not mark its later held-out runs as made from a changed tree, while a code change must."""
+    not mark its later held-out runs (their ledger lines, the report's meta.json) as made
+    from a changed tree, while a code change must."""
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
     for rel in ("evals/a.py", "runs/experiments/exploit.json", "docs/experiments/ledger.jsonl"):
@@ -313,5 +314,8 @@ def test_dirty_means_changed_code_not_the_run_record(tmp_path):
     (tmp_path / "runs/experiments/exploit.json").write_text("1\n")
     (tmp_path / "docs/experiments/ledger.jsonl").write_text("1\n")
     assert not seeds.tree_is_dirty(tmp_path)
+    head = seeds.git("rev-parse", "HEAD", cwd=tmp_path)
+    assert seeds.code_version(tmp_path) == head  # what evals.report's meta.json records
     (tmp_path / "evals/a.py").write_text("1\n")
-    assert seeds.tree_is_dirty(tmp_path)
+    assert seeds.tree_is_dirty(tmp_path) and seeds.code_version(tmp_path) == head + "+dirty"
+    assert seeds.code_version(tmp_path / "evals") == head + "+dirty"  # from a subfolder too

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -40,14 +39,11 @@ STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advis
 
 
 def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=Path(__file__).resolve().parent)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, timeout=10, cwd=Path(__file__).resolve().parent).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """The code the report ran (`coupjax.seeds.code_version`: the run record it reads and
+    the ledger it appends to do not make it ``+dirty``)."""
+    from coupjax.seeds import code_version
+
+    return code_version()
 
 
 def versions() -> dict:
