@@ -349,7 +349,7 @@ def test_final_report_from_fake_runs(tmp_path, monkeypatch, tmp_ledger):
     text = (tmp_path / "results.md").read_text()
     assert f"Criterion: {commit}" in text.splitlines()
     assert "**`ref` beats `random`**" in text
-    assert "**No significant difference between `ref` and `twin`**" in text and "A minus B +0.000" in text
+    assert "**No significant difference between `ref` and `twin`**" in text and "`ref` minus `twin` +0.000" in text
     rep = json.loads((tmp_path / "out" / "report.json").read_text())
     fin = rep["final"]
     assert fin["seeds"] == [100]

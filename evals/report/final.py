@@ -214,16 +214,16 @@ def _ranking_section(fin: dict) -> list[str]:
     if not ranks:
         return []
     lines = ["## Rankings", "",
-             f"Each sentence comes from a paired comparison (A minus B in win rate, the same tables; hierarchical "
+             f"Each sentence comes from a paired comparison (the difference in win rate, the same tables; hierarchical "
              f"bootstrap over table seeds, training seeds and tables, {fin['n_boot']:,} resamples), Holm-corrected "
              f"over the {len(ranks)} comparisons of this report: \"beats\" only where the corrected test rejects at "
              f"{fin['alpha']:g} and the 95% interval excludes 0.", ""]
     for r in ranks:
         where = (f"in one seat of `{fin['condition']}` tables" if r["kind"] == "pool" else
                  f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed)")
-        lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {where}: A minus B {r['diff']:+.3f} "
-                     f"[{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = {r['p_value']:.3g}, Holm-adjusted "
-                     f"{r['p_holm']:.3g} ({r['games']:,} tables x {len(r['seeds'])} held-out seed(s)).")
+        lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {where}: `{r['a']}` minus `{r['b']}` "
+                     f"{r['diff']:+.3f} [{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = {r['p_value']:.3g}, "
+                     f"Holm-adjusted {r['p_holm']:.3g} ({r['games']:,} tables x {len(r['seeds'])} held-out seed(s)).")
     return lines + [""]
 
 
