@@ -326,7 +326,13 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     assert verdicts == ["`ref` beats `random`", "no significant difference between `ref` and `twin`"]
     cfg = config_from_dict({**MICRO, "seeds": [7]})
     rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
-    text = final.render(rep, cfg, {"path": "docs/experiments/c.md", "commit": "b" * 40})
+    from evals.report.figures import draw_final
+
+    made = draw_final(fin, tmp_path / "results-figures")
+    assert made == {"configs": "configs.png"} and (tmp_path / "results-figures" / "configs.png").stat().st_size
+    text = final.render(rep, cfg, {"path": "docs/experiments/c.md", "commit": "b" * 40},
+                        {k: f"results-figures/{v}" for k, v in made.items()})
+    assert "![win rate per training seed and config](results-figures/configs.png)" in text.splitlines()
     assert f"Criterion: {'b' * 40}" in text.splitlines() and "**`ref` beats `random`**" in text
     assert "seed_21: " in text and "**No significant difference between `ref` and `twin`**" in text
     with pytest.raises(final.FinalReportError, match="resamples"):

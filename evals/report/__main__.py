@@ -220,8 +220,13 @@ def main(argv=None) -> int:
         rep["meta"] = meta
         (out / "report.json").write_text(json.dumps(rep, indent=1))
         (out / "meta.json").write_text(json.dumps(meta, indent=1))
+        from evals.report.figures import draw_final
+
         args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(FIN.render(rep, cfg, final["criterion"]))
+        fig_dir = args.results.with_name(args.results.stem + "-figures")  # docs/results-figures/
+        made = draw_final(rep["final"], fig_dir, cfg.num_players)
+        links = {k: f"{fig_dir.name}/{v}" for k, v in made.items()}
+        args.results.write_text(FIN.render(rep, cfg, final["criterion"], links))
         print(f"wrote {args.results} (final runs {meta['seconds_final']:.0f} s)")
     (out / "report.md").write_text(markdown.render(rep, cfg, meta))
     if not args.no_wandb:

@@ -158,6 +158,67 @@ def scenario_scores(rep: dict, path: Path) -> str:
     return _save(fig, path)
 
 
+def final_configs(fin: dict, path: Path, num_players: int = 4) -> str:
+    """docs/results.md's first figure: each config's training seeds as dots (each with its
+    Wilson interval over tables) beside their mean with the Student-t interval over
+    training seeds, so the reader sees which noise is the larger."""
+    labels = list(fin["configs"])
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
+    for i, label in enumerate(labels):
+        c = fin["configs"][label]
+        units = c["units"]
+        xs = i - 0.15 + (np.arange(len(units)) - (len(units) - 1) / 2) * 0.08
+        y = np.array([u["win_rate"] for u in units])
+        err = [y - [u["ci95_low"] for u in units], np.array([u["ci95_high"] for u in units]) - y]
+        ax.errorbar(xs, y, yerr=err, fmt="o", ms=4, color="tab:blue", capsize=2,
+                    label="a training seed [95% over tables]" if i == 0 else None)
+        if c["training_seeds"] > 1:
+            ax.errorbar([i + 0.2], [c["win_rate"]], yerr=[[c["win_rate"] - c["ci95_low"]],
+                                                         [c["ci95_high"] - c["win_rate"]]],
+                        fmt="s", ms=6, color="tab:red", capsize=4,
+                        label="mean [95% over training seeds]" if not ax.get_legend_handles_labels()[1][1:] else None)
+    ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_ylabel("win rate")
+    ax.set_title(f"One seat of the same `{fin['condition']}` tables, held-out seeds", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def final_exploit(fin: dict, path: Path) -> str:
+    """docs/results.md's exploitability figure: every best response's win rate against
+    three frozen copies, by config and family (one dot per training seed x best-response
+    seed), with the 1/4 line below which a best response found nothing."""
+    labels = [k for k, e in fin["exploit"].items() if e.get("families")]
+    families = sorted({f for k in labels for f in fin["exploit"][k]["families"]})
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels) + 2), 4))
+    w = 0.8 / max(len(families), 1)
+    for j, fam in enumerate(families):
+        for i, label in enumerate(labels):
+            rows = fin["exploit"][label]["families"].get(fam, [])
+            x = i + (j - (len(families) - 1) / 2) * w + np.linspace(-w / 4, w / 4, len(rows)) if rows else []
+            ax.plot(x, [r["win_rate"] for r in rows], "o", ms=4, color=f"C{j}",
+                    label=fam if i == next(k for k, lb in enumerate(labels)
+                                           if fin["exploit"][lb]["families"].get(fam)) else None)
+    ax.axhline(0.25, color="grey", lw=0.8, ls="--", label="1/4: below it, not found")
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("best response's win rate")
+    ax.set_title("Exploitability: every best response, by family", fontsize=10)
+    ax.legend(fontsize=8, ncol=2)
+    return _save(fig, path)
+
+
+def draw_final(fin: dict, out_dir: Path, num_players: int = 4) -> dict:
+    """docs/results.md's figures into ``out_dir``: section name -> file name."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    made = {"configs": final_configs(fin, out_dir / "configs.png", num_players)}
+    if any(e.get("families") for e in fin.get("exploit", {}).values()):
+        made["exploit"] = final_exploit(fin, out_dir / "exploitability.png")
+    return made
+
+
 def draw_all(rep: dict, out_dir: Path, num_players: int = 4) -> list[str]:
     """Every figure the report's data allow; returns the file names."""
     out_dir.mkdir(parents=True, exist_ok=True)

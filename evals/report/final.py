@@ -271,8 +271,9 @@ def _exploit_section(fin: dict) -> list[str]:
     return lines
 
 
-def render(rep: dict, cfg, criterion: dict) -> str:
-    """docs/results.md from report.json's ``final`` section and the matrix (``rep``)."""
+def render(rep: dict, cfg, criterion: dict, figures: dict | None = None) -> str:
+    """docs/results.md from report.json's ``final`` section and the matrix (``rep``);
+    ``figures``: section -> link of `evals.report.figures.draw_final`'s PNGs."""
     from evals.report import markdown
 
     fin = rep["final"]
@@ -283,7 +284,13 @@ def render(rep: dict, cfg, criterion: dict) -> str:
              f"Criterion file: `{criterion['path']}`. Held-out table seeds: {', '.join(map(str, fin['seeds']))}; "
              f"training seeds {', '.join(map(str, fin['training_seeds']))}. Commit of the report: "
              f"`{rep.get('meta', {}).get('git_commit', 'unknown')}`.", ""]
-    lines += _config_section(fin) + _ranking_section(fin) + _exploit_section(fin)
+    figures = figures or {}
+
+    def figure(section, alt):
+        return [f"![{alt}]({figures[section]})", ""] if section in figures else []
+
+    lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
+              + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate"))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
     return check_results("\n".join(lines).rstrip() + "\n")
