@@ -191,3 +191,41 @@ def test_run_directories_named_by_a_glob_are_training_seed_units(tmp_path, monke
     assert out["units_b"] == ["br_s1", "br_s2"]
     assert out["per_unit"]["b"]["br_s1"] == out["per_unit"]["b"]["br_s2"]
     assert out["ci95_low"] <= out["diff"] <= out["ci95_high"]
+
+
+def test_f1_interval_resamples_whole_games():
+    """A game's claims share hands and bots: with each game's 10 claims alike, the
+    interval is about sqrt(10) times wider than with the same claims independent, and
+    both hold the point estimate."""
+    from evals.report.stats import f1_interval
+
+    rng = np.random.default_rng(0)
+    games, per = 2000, 10
+    game = np.repeat(np.arange(games), per)
+    outcome_alike = np.repeat(rng.integers(0, 4, games), per)  # 0 tp, 1 fp, 2 fn, 3 tn
+    outcome_free = rng.permutation(outcome_alike)
+    widths = []
+    for o in (outcome_alike, outcome_free):
+        tp, fp, fn = o == 0, o == 1, o == 2
+        f1 = 2 * tp.sum() / (2 * tp.sum() + fp.sum() + fn.sum())
+        lo, hi = f1_interval(game, tp, fp, fn, n_boot=400)
+        assert lo < f1 < hi
+        widths.append(hi - lo)
+    assert 2.2 < widths[0] / widths[1] < 4.5
+
+
+def test_advisor_claims_say_above_only_outside_the_interval():
+    """docs/results.md's advisor sentences (the criterion's claim 6): "above" only where the
+    interval over games lies wholly above CoupVisor's figure; without one, it says so."""
+    from evals.report.final import _advisor_claims
+
+    def rep(lo, hi):
+        m = {"f1": 0.60, "f1_ci95_low": lo, "f1_ci95_high": hi, "claims": 1000, "games": 50}
+        return {"advisor": {"exact": {"aggressive_heavy": m}}, "coupvisor_paper": {"aggressive_heavy": {"f1": 0.5641}}}
+
+    def said(lo, hi):
+        return "\n".join(_advisor_claims(rep(lo, hi)))
+
+    assert "**The `exact` advisor's F1 is above CoupVisor's published figure**" in said(0.58, 0.62)
+    assert "**No significant difference between the `exact` advisor's F1" in said(0.55, 0.65)
+    assert "no interval" in said(None, None)

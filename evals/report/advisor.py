@@ -36,6 +36,7 @@ from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from evals.advisor.record import NUM_PLAYERS, QueueRecorder, play_condition
 from evals.advisor.score import SCORED, make_scorer
 from evals.report.shard import over_devices
+from evals.report.stats import f1_interval
 
 N_BINS = 10
 
@@ -66,8 +67,9 @@ class AdvisorRecorder:
         return out
 
 
-def belief_metrics(label, p_truth, challenge, kind=None) -> dict:
-    """Counts, rates and calibration of one belief over claims (module doc)."""
+def belief_metrics(label, p_truth, challenge, kind=None, game=None) -> dict:
+    """Counts, rates and calibration of one belief over claims (module doc); given each
+    claim's ``game``, F1's 95% interval over games (`evals.report.stats.f1_interval`)."""
     y = np.asarray(label, bool)
     q = np.asarray(challenge, bool)
     pos = np.clip(1.0 - np.asarray(p_truth, np.float64), 0.0, 1.0)
@@ -81,6 +83,8 @@ def belief_metrics(label, p_truth, challenge, kind=None) -> dict:
            "bluff_rate": float(y.mean()) if n else float("nan"),
            "challenge_rate": float(q.mean()) if n else float("nan"),
            "reliability": rep["reliability"]}
+    if game is not None:
+        out["f1_ci95_low"], out["f1_ci95_high"] = f1_interval(game, y & q, ~y & q, y & ~q)
     if kind is not None:
         per = {}
         for k, name in enumerate(A.KINDS):
@@ -96,6 +100,9 @@ def pool(cells: list[dict]) -> dict:
     """Concatenate the arrays of several cells (seeds) of one condition."""
     keys = [k for k, v in cells[0].items() if isinstance(v, np.ndarray)]
     out = {k: np.concatenate([c[k] for c in cells]) for k in keys}
+    if "game" in out:  # game ids distinct across cells: cell i's games follow cell i-1's
+        offsets = np.cumsum([0] + [int(c["games"]) for c in cells[:-1]])
+        out["game"] = np.concatenate([np.asarray(c["game"], np.int64) + o for c, o in zip(cells, offsets)])
     for k in ("games", "overflow", "unfinished"):
         out[k] = int(sum(int(c[k]) for c in cells))
     return out
@@ -103,5 +110,6 @@ def pool(cells: list[dict]) -> dict:
 
 def condition_metrics(rec: dict) -> dict:
     """belief -> `belief_metrics` for every `SCORED` entry of one condition's records."""
-    return {b: dict(belief_metrics(rec["label"], rec[f"{b}/p_truth"], rec[f"{b}/challenge"], rec["kind"]),
+    return {b: dict(belief_metrics(rec["label"], rec[f"{b}/p_truth"], rec[f"{b}/challenge"], rec["kind"],
+                                   rec.get("game")),
                     games=rec["games"]) for b in SCORED}

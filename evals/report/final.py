@@ -271,6 +271,34 @@ def _exploit_section(fin: dict) -> list[str]:
     return lines
 
 
+def _advisor_claims(rep: dict) -> list[str]:
+    """The advisor's F1 against CoupVisor's published figure, per condition and belief:
+    "above" or "below" only where the interval over games lies wholly on one side."""
+    adv, paper = rep.get("advisor") or {}, rep.get("coupvisor_paper") or {}
+    out = []
+    for cond, p in paper.items():
+        for belief in ("exact", "coupvisor"):
+            m = adv.get(belief, {}).get(cond)
+            if not m or p.get("f1") is None:
+                continue
+            lo, hi = m.get("f1_ci95_low"), m.get("f1_ci95_high")
+            if lo is None or hi is None:
+                out.append(f"- The `{belief}` advisor's F1 in `{cond}` is {m['f1']:.4f} against CoupVisor's "
+                           f"published {p['f1']:.4f}; the report gives no interval for it (a point estimate only).")
+                continue
+            side = "above" if lo > p["f1"] else "below" if hi < p["f1"] else None
+            head = (f"The `{belief}` advisor's F1 is {side} CoupVisor's published figure" if side else
+                    f"No significant difference between the `{belief}` advisor's F1 and CoupVisor's published figure")
+            out.append(f"- **{head}** in `{cond}`: {m['f1']:.4f} [{lo:.4f}, {hi:.4f}] (95% over games, "
+                       f"{m['claims']:,} claims of {m.get('games', 0):,} games) against {p['f1']:.4f}.")
+    if not out:
+        return []
+    return ["## The challenge advisor against CoupVisor's figures", "",
+            "F1 of the advisor's challenge recommendations on every challengeable claim of the held-out seeds' "
+            "games (the table under \"The challenge advisor\" below), with a bootstrap interval that resamples "
+            "whole games, beside CoupVisor's published figure (a fixed number: no interval).", ""] + out + [""]
+
+
 def render(rep: dict, cfg, criterion: dict, figures: dict | None = None) -> str:
     """docs/results.md from report.json's ``final`` section and the matrix (``rep``);
     ``figures``: section -> link of `evals.report.figures.draw_final`'s PNGs."""
@@ -290,7 +318,8 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None) -> str:
         return [f"![{alt}]({figures[section]})", ""] if section in figures else []
 
     lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
-              + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate"))
+              + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate")
+              + _advisor_claims(rep))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
     return check_results("\n".join(lines).rstrip() + "\n")

@@ -61,10 +61,12 @@ def advisor_section(rep, cfg) -> list[str]:
             m = adv.get(belief, {}).get(cond)
             if not m:
                 continue
-            rows.append([f"`{belief}`", cond, _f(m["f1"], 4), _f(m["precision"]), _f(m["recall"]),
+            f1 = _f(m["f1"], 4) + (f" [{_f(m['f1_ci95_low'])}, {_f(m['f1_ci95_high'])}]"
+                                   if m.get("f1_ci95_low") is not None else "")
+            rows.append([f"`{belief}`", cond, f1, _f(m["precision"]), _f(m["recall"]),
                          _f(m["outcome_accuracy"], 4), _f(m["outcome_score"]), _f(m["brier"]), _f(m["ece"]),
                          _f(m["roc_auc"]), f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", f"{m['claims']:,}"])
-    lines += _table(["belief", "condition", "F1", "precision", "recall", "outcome acc.", "outcome score", "Brier",
+    lines += _table(["belief", "condition", "F1 [95% over games]", "precision", "recall", "outcome acc.", "outcome score", "Brier",
                      "ECE", "ROC-AUC", "tp/fp/fn/tn", "claims"], rows)
     lines += ["![reliability](figures/reliability.png)", "", "### Errors by claim kind (exact belief)", ""]
     rows = []

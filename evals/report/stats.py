@@ -84,6 +84,25 @@ def across_seeds(per_seed: list[dict], key: str = "win_rate") -> dict:
     return t_interval(vals, bounds)
 
 
+def f1_interval(game, tp, fp, fn, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of F1 = 2 tp / (2 tp + fp + fn) over claims, the
+    games resampled whole (a game's claims are not independent: the same hands, the same
+    bots).  ``game``: each claim's game id; ``tp``, ``fp``, ``fn``: each claim's outcome."""
+    _, g = np.unique(np.asarray(game), return_inverse=True)
+    G = int(g.max()) + 1 if g.size else 0
+    if G == 0:
+        return float("nan"), float("nan")
+    per = np.stack([np.bincount(g, np.asarray(x, np.float64), G) for x in (tp, fp, fn)], axis=1)  # [G, 3]
+    rng = np.random.default_rng(seed)
+    f1 = []
+    for start in range(0, int(n_boot), 100):  # 100 resamples at a time: [100, G] counts
+        w = rng.multinomial(G, np.full(G, 1.0 / G), size=min(100, int(n_boot) - start))
+        t, f_p, f_n = (w @ per).T
+        f1.append(np.where(2 * t + f_p + f_n > 0, 2 * t / np.maximum(2 * t + f_p + f_n, 1e-12), np.nan))
+    lo, hi = np.nanquantile(np.concatenate(f1), [alpha / 2.0, 1.0 - alpha / 2.0])
+    return float(lo), float(hi)
+
+
 # ------------------------------------------------------------------ paired comparisons
 def paired_bootstrap(a, b, n_boot: int = 2000, alpha: float = 0.05, seed: int = 0) -> dict:
     """A minus B over paired tables, with a hierarchical percentile bootstrap interval.
