@@ -149,7 +149,8 @@ class QueueRecorder:
                 game = jnp.where(done, G, game)
                 R_ = max(1, B // 16)
                 pick = jnp.nonzero(game >= G, size=R_, fill_value=B)[0]
-                new_game = jnp.where((pick < B) & (nxt + jnp.arange(R_) < count), nxt + jnp.arange(R_), G).astype(jnp.int32)
+                new_game = jnp.where((pick < B) & (nxt + jnp.arange(R_) < count), nxt + jnp.arange(R_),
+                                     G).astype(jnp.int32)
                 take = new_game < G
                 slot = jnp.where(take, pick, B)
                 ng = jnp.clip(new_game, 0, G - 1)
@@ -161,8 +162,8 @@ class QueueRecorder:
                                   key=(run_key.at[slot].set(fkey, mode="drop"), c.key[1]),
                                   seats=c.seats.at[slot].set(idx[ng], mode="drop"), aux=x)
 
-            aux = {"game": game, "nxt": jnp.minimum(B, count).astype(jnp.int32), "st": st, "rows": rows, "nrows": jnp.int32(0),
-                   "per": per, "cnt": jnp.zeros(B, jnp.int32), "served": jnp.zeros(B, bool)}
+            aux = {"game": game, "nxt": jnp.minimum(B, count).astype(jnp.int32), "st": st, "rows": rows,
+                   "nrows": jnp.int32(0), "per": per, "cnt": jnp.zeros(B, jnp.int32), "served": jnp.zeros(B, bool)}
             c, _ = rollout.play(env, policies, s, (run_key, run_key), seats=idx[jnp.clip(game, 0, G - 1)],
                                 capacity=self.capacity, step_keys=split_keys, live=live, cond=cond, tally=log,
                                 reset=reload, aux=aux, step=step)

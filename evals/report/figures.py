@@ -164,6 +164,7 @@ def final_configs(fin: dict, path: Path, num_players: int = 4) -> str:
     training seeds, so the reader sees which noise is the larger."""
     labels = list(fin["configs"])
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
+    mean_label = "mean [95% over training seeds]"  # on the first trained config only
     for i, label in enumerate(labels):
         c = fin["configs"][label]
         units = c["units"]
@@ -175,8 +176,8 @@ def final_configs(fin: dict, path: Path, num_players: int = 4) -> str:
         if c["training_seeds"] > 1:
             ax.errorbar([i + 0.2], [c["win_rate"]], yerr=[[c["win_rate"] - c["ci95_low"]],
                                                          [c["ci95_high"] - c["win_rate"]]],
-                        fmt="s", ms=6, color="tab:red", capsize=4,
-                        label="mean [95% over training seeds]" if not ax.get_legend_handles_labels()[1][1:] else None)
+                        fmt="s", ms=6, color="tab:red", capsize=4, label=mean_label)
+            mean_label = None
     ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     ax.set_ylabel("win rate")
@@ -194,12 +195,14 @@ def final_exploit(fin: dict, path: Path) -> str:
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels) + 2), 4))
     w = 0.8 / max(len(families), 1)
     for j, fam in enumerate(families):
+        legend = fam  # on the family's first config only
         for i, label in enumerate(labels):
             rows = fin["exploit"][label]["families"].get(fam, [])
-            x = i + (j - (len(families) - 1) / 2) * w + np.linspace(-w / 4, w / 4, len(rows)) if rows else []
-            ax.plot(x, [r["win_rate"] for r in rows], "o", ms=4, color=f"C{j}",
-                    label=fam if i == next(k for k, lb in enumerate(labels)
-                                           if fin["exploit"][lb]["families"].get(fam)) else None)
+            if not rows:
+                continue
+            x = i + (j - (len(families) - 1) / 2) * w + np.linspace(-w / 4, w / 4, len(rows))
+            ax.plot(x, [r["win_rate"] for r in rows], "o", ms=4, color=f"C{j}", label=legend)
+            legend = None
     ax.axhline(0.25, color="grey", lw=0.8, ls="--", label="1/4: below it, not found")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlim(-0.5, len(labels) - 0.5)

@@ -66,8 +66,8 @@ def advisor_section(rep, cfg) -> list[str]:
             rows.append([f"`{belief}`", cond, f1, _f(m["precision"]), _f(m["recall"]),
                          _f(m["outcome_accuracy"], 4), _f(m["outcome_score"]), _f(m["brier"]), _f(m["ece"]),
                          _f(m["roc_auc"]), f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", f"{m['claims']:,}"])
-    lines += _table(["belief", "condition", "F1 [95% over games]", "precision", "recall", "outcome acc.", "outcome score", "Brier",
-                     "ECE", "ROC-AUC", "tp/fp/fn/tn", "claims"], rows)
+    lines += _table(["belief", "condition", "F1 [95% over games]", "precision", "recall", "outcome acc.",
+                     "outcome score", "Brier", "ECE", "ROC-AUC", "tp/fp/fn/tn", "claims"], rows)
     lines += ["![reliability](figures/reliability.png)", "", "### Errors by claim kind (exact belief)", ""]
     rows = []
     for cond in cfg.conditions:
