@@ -73,12 +73,23 @@ def _runnable_blocks():
     return blocks
 
 
+WRITTEN_INTO = ("runs",)  # folders the documented commands make new entries in
+
+
 def _checkout_like(tmp: Path) -> Path:
-    """A working directory that reads like the repository's root and writes elsewhere."""
+    """A working directory that reads like the repository's root and writes elsewhere: its
+    tracked top-level entries are links, except the folders commands write new runs into
+    (`runs/` holds the committed runs/experiments/), which are real folders of links."""
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     top = sorted({p.split("/")[0] for p in tracked}) or [p.name for p in ROOT.iterdir() if not p.name.startswith(".")]
     for name in top:
-        if (ROOT / name).exists():
+        if not (ROOT / name).exists():
+            continue
+        if name in WRITTEN_INTO:
+            (tmp / name).mkdir()
+            for sub in sorted({p.split("/")[1] for p in tracked if p.startswith(name + "/")}):
+                (tmp / name / sub).symlink_to(ROOT / name / sub)
+        else:
             (tmp / name).symlink_to(ROOT / name)
     return tmp
 
