@@ -36,12 +36,14 @@ the flags are added only for the jaxlib series they were measured on
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import pickle
 import sys
 import threading
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -154,11 +156,12 @@ def clear(path: Path | None = None) -> dict:
 
 
 # ------------------------------------------------------------------ saved traces
-@functools.lru_cache(maxsize=1)
-def source_digest() -> str:
+@functools.lru_cache(maxsize=8)
+def source_digest(root: Path | None = None) -> str:
     """A digest of coupjax's own source and packaged constants (``.py`` and ``.yaml``, e.g.
-    the advisor's): a saved trace is only used by the code and constants that made it."""
-    root = Path(__file__).resolve().parent
+    the advisor's), or of another package folder ``root`` (the training code): a saved
+    trace is only used by the code and constants that made it."""
+    root = Path(__file__).resolve().parent if root is None else Path(root)
     h = hashlib.sha256()
     for p in sorted(x for x in root.rglob("*") if x.suffix in (".py", ".yaml") and x.is_file()):
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
@@ -236,3 +239,87 @@ def _load_or_export(fn, name, key_parts, in_tree, leaves, sig):
         except Exception:  # noqa: BLE001 - e.g. a read-only folder: trace as usual
             return None
     return jax.jit(exported.call), out_tree
+
+
+def compiled(fn, name: str, *key_parts, args: tuple, say=None):
+    """``jax.jit(fn)`` compiled ahead of time for ``args``, through the saved trace of
+    `traced_once` when the cache is on: a second start neither traces nor lowers ``fn``
+    (for a training chunk that is most of a warm start: 19 s of its 27 s on a loaded
+    2-core CPU) and XLA's executable comes from the persistent cache.  ``key_parts``
+    must name everything the trace depends on besides the argument types (`traced_once`).
+    ``say`` (e.g. a console's print) gets `compile_log`'s two lines.  Returns a function
+    of arguments like ``args``."""
+    import jax
+
+    with compile_log(name, say):
+        leaves, in_tree = jax.tree.flatten(args)
+        runner = _load_or_export(fn, name, key_parts, in_tree, leaves, (in_tree, _signature(leaves)))
+        if runner is None:
+            return jax.jit(fn).lower(*args).compile()
+        wrapped, out_tree = runner
+        executable = wrapped.lower(*leaves).compile()
+    return lambda *a: jax.tree.unflatten(out_tree, executable(*jax.tree.leaves(a)))
+
+
+# ------------------------------------------------------------------ what compiling costs
+# JAX's own timings (jax.monitoring) of the three stages of a compilation, and its
+# persistent cache's hits and misses: what `compile_log` sums up.
+STAGE_EVENTS = {"/jax/core/compile/jaxpr_trace_duration": "tracing",
+                "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering",
+                "/jax/core/compile/backend_compile_duration": "XLA"}
+CACHE_EVENTS = {"/jax/compilation_cache/cache_hits": "hits", "/jax/compilation_cache/cache_misses": "misses"}
+
+
+class CompileCounts:
+    """Seconds per stage (`STAGE_EVENTS`) and the persistent cache's hits and misses of
+    the compilations made inside one `compile_log` (or `counting`) block."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(STAGE_EVENTS.values(), 0.0)
+        self.hits = self.misses = 0
+        self.total = 0.0
+        self.traced: list[str] = []  # the names of the Python functions traced, in order
+
+    def _duration(self, event, duration, fun_name="", **_):
+        if event in STAGE_EVENTS:
+            self.seconds[STAGE_EVENTS[event]] += duration
+        if STAGE_EVENTS.get(event) == "tracing":
+            self.traced.append(str(fun_name))
+
+    def _event(self, event, **_):
+        if event in CACHE_EVENTS:
+            setattr(self, CACHE_EVENTS[event], getattr(self, CACHE_EVENTS[event]) + 1)
+
+    def describe(self, what: str) -> str:
+        stages = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items() if v >= 0.05)
+        cache = f"{self.hits} of {self.hits + self.misses} from the cache" if self.hits + self.misses else "no compile"
+        return f"{what}: ready in {self.total:.1f} s ({'; '.join(x for x in (stages, cache) if x)})"
+
+
+@contextlib.contextmanager
+def counting():
+    """`CompileCounts` of the compilations inside the block (JAX's monitoring events)."""
+    from jax import monitoring
+
+    counts = CompileCounts()
+    monitoring.register_event_duration_secs_listener(counts._duration)
+    monitoring.register_event_listener(counts._event)
+    start = time.monotonic()
+    try:
+        yield counts
+    finally:
+        counts.total = time.monotonic() - start
+        monitoring.unregister_event_duration_listener(counts._duration)
+        monitoring.unregister_event_listener(counts._event)
+
+
+@contextlib.contextmanager
+def compile_log(what: str, say=None):
+    """Say ``compiling WHAT`` before the block and, after it, how long it took and where
+    the time went (``WHAT: ready in 4.2 s (tracing 0.1 s, XLA 3.9 s; 1 of 1 from the
+    cache)``): a log written to a file shows what a start is waiting for."""
+    say = say or (lambda line: print(line, file=sys.stderr, flush=True))
+    say(f"compiling {what}")
+    with counting() as counts:
+        yield counts
+    say(counts.describe(what))

@@ -388,3 +388,35 @@ def test_pure_train_equals_chunked(setup, two_chunks, request):
     _, _, rs2, _ = two_chunks
     rs, metrics = setup.train(jax.random.PRNGKey(setup.config.seed))
     assert _same(rs.params, rs2.params) and metrics["win_rate"].shape == (setup.config.num_chunks,)
+
+
+# ------------------------------------------------------------------ a second start
+SELFPLAY_TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
+                     updates_per_chunk=2, num_chunks=2, hidden_sizes=[16], belief_hidden_sizes=[16], num_snapshots=2,
+                     snapshot_every=2, opponents="random", anneal_lr=True, learning_rate=3e-2)
+
+
+def test_a_second_start_of_another_seed_and_length_traces_and_compiles_nothing(tmp_path, monkeypatch):
+    """The driver's chunk is traced once per config shape (`training.train.compiled_program`):
+    a start with another seed and ``num_chunks`` loads the saved trace and XLA's executable,
+    and computes what a fresh trace of its own config computes (the annealed learning rate's
+    horizon is the runner state's, not a constant of the program)."""
+    from coupjax import compile_cache
+    from training.selfplay import make_train as make_selfplay
+    from training.train import compiled_program
+
+    monkeypatch.setattr(compile_cache, "export_folder", lambda: str(tmp_path))  # a cold folder of saved traces
+
+    def start(**changes):
+        s = make_selfplay(config_from_dict({**SELFPLAY_TINY, **changes}))
+        rs = s.for_this_run(s.init(jax.random.PRNGKey(s.config.seed)))
+        with compile_cache.counting() as counts:
+            chunk = compiled_program(s, "train-chunk", s.train_chunk, (rs,), say=lambda line: None)
+        return s, rs, chunk, counts
+
+    _, _, _, first = start()
+    assert first.traced == ["flat", "call"]  # the chunk (traced into `flat`, the saved trace), then its call
+    s, rs, chunk, second = start(seed=4, num_chunks=7)
+    assert second.traced == ["call"] and second.misses == 0, (second.traced, second.misses)
+    assert int(rs.lr_steps[0]) == 7 * 2 * 1 * 2  # this run's horizon, not that of the 2 chunks traced first
+    assert _same(chunk(rs), s.train_chunk(rs))

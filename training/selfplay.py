@@ -83,6 +83,7 @@ class RunnerState:
     tables: Tables
     key: jax.Array
     update: jax.Array  # int32 []  updates done
+    lr_steps: jax.Array  # int32 []  optimizer steps over which the learning rate anneals (`anneal_lr`)
 
 
 # ------------------------------------------------------------------ pure pieces
@@ -165,6 +166,13 @@ class SelfPlaySetup(Setup):
     policy_logits: Callable  # (policy params, obs) -> logits
     belief_logits: Callable  # (params, obs) -> float32[..., n-1, 5] logits
     value_net: MLP
+    lr_steps: int  # the config's learning-rate horizon in optimizer steps (`RunnerState.lr_steps`)
+
+    def for_this_run(self, rs: RunnerState) -> RunnerState:
+        """``rs`` with this config's learning-rate horizon: a resumed run may have another
+        ``num_chunks`` than its checkpoint, and a saved initial state another run's."""
+        return rs.replace(lr_steps=jax.device_put(np.full(rs.lr_steps.shape, self.lr_steps, np.int32),
+                                                  rs.lr_steps.sharding))
 
     def flatten_metrics(self, m: dict) -> dict:
         """Chunk metrics (leaves [S] per seed) -> scalars for logs: the mean over seeds,
@@ -215,8 +223,18 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     N = B * T
     pass_chunks = cfg.psro_every if cfg.psro_reset else cfg.num_chunks  # training.psro: each pass anneals anew
     total_steps = pass_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
-    lr = optax.linear_schedule(cfg.learning_rate, 0.0, total_steps) if cfg.anneal_lr else cfg.learning_rate
-    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
+
+    def optimizer(lr_steps):
+        """Adam with the learning rate annealed linearly to 0 over ``lr_steps`` (optax's
+        `linear_schedule`, written out): the runner state's value, not a constant of the
+        program, so that a run of another length (``num_chunks``) reuses the compiled chunk."""
+        def lr(count):
+            return cfg.learning_rate * (1 - jnp.clip(count, 0, lr_steps) / lr_steps)
+
+        return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm),
+                           optax.adam(lr if cfg.anneal_lr else cfg.learning_rate, eps=1e-5))
+
+    tx = optimizer(total_steps)
     lost = -1.0 / (n - 1)
 
     def policy_logits(p, obs):
@@ -253,7 +271,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             params["belief"] = init_params(belief_net, kb, obs_dim)
         snaps = jax.tree.map(lambda x: jnp.broadcast_to(x, (K,) + x.shape), params["policy"])
         return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
-                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0))
+                           tables=league.reset(k_env, B, slot_offset=shard * B), key=k_run, update=jnp.int32(0),
+                           lr_steps=jnp.int32(total_steps))
 
     def rollout(rs: RunnerState, key):
         """Returns (tables, StepRecord [T, B, ...], (logp, value, adv)): the network's
@@ -298,7 +317,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                 params, opt = c
                 (_, aux), grads = grad_fn(params, rs.magnet, mb)
                 grads = jax.lax.pmean(grads, AXIS)
-                upd, opt = tx.update(grads, opt, params)
+                upd, opt = optimizer(rs.lr_steps).update(grads, opt, params)
                 return (optax.apply_updates(params, upd), opt), aux
 
             return jax.lax.scan(mb_step, carry, mbs)
@@ -312,7 +331,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         snaps = jax.tree.map(lambda s, p: s.at[ring].set(jnp.where(due, p, s[ring])), rs.snapshots,
                              params["policy"])
         new = RunnerState(params=params, magnet=magnet, snapshots=snaps, opt_state=opt, tables=tables, key=key,
-                          update=update)
+                          update=update, lr_steps=rs.lr_steps)
         means = {k: v.mean() for k, v in aux.items()}
         means["belief_brier"] = brier
         means["learner_share"] = rec.learner.mean()
@@ -333,7 +352,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         return rs, m
 
     specs = RunnerState(params=P(), magnet=P(), snapshots=P(), opt_state=P(), tables=P(None, AXIS), key=P(),
-                        update=P())
+                        update=P(), lr_steps=P())
 
     def init_local(key):
         shard = jax.lax.axis_index(AXIS)
@@ -350,8 +369,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     shard_prefix = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
     return SelfPlaySetup(config=cfg, env=env, league=league, policy_logits=policy_logits,
-                         belief_logits=belief_logits, value_net=value_net, optimizer=tx, mesh=mesh,
-                         state_sharding=shard_prefix,
+                         belief_logits=belief_logits, value_net=value_net, lr_steps=total_steps, optimizer=tx,
+                         mesh=mesh, state_sharding=shard_prefix,
                          init=jax.jit(init_sharded), train_chunk=jax.jit(chunk_sharded), train=train)
 
 

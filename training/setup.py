@@ -63,6 +63,12 @@ class Setup:
         """Place a host (numpy) runner state on the mesh with its shardings."""
         return jax.device_put(host_state, self.full_sharding())
 
+    def for_this_run(self, rs):
+        """``rs`` (an initial or restored state on the mesh) with the values this config
+        sets that shape no program, such as a schedule's length (an algorithm may have
+        some; the chunk driver applies this to every state it starts from)."""
+        return rs
+
     def flatten_metrics(self, m: dict) -> dict:
         """Chunk metrics as host values (an algorithm may flatten them further)."""
         return jax.device_get(m)

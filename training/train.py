@@ -24,6 +24,8 @@ checkpoints, and process 0 alone writes the rest of the run directory.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import sys
@@ -32,12 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
-from coupjax import distributed
+from coupjax import compile_cache, distributed
 from coupjax.args import Parser, fail, positive_int, rate, seconds
+from coupjax.console import console
 from coupjax.devices import use_host_cores
+from coupjax.policies.spec import describe_spec, locate
 from training import psro
-from training.config import BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config
-from training.runs import RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics, progress_bar
+from training.config import (BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config,
+                             resolve_pool)
+from training.runs import (RESUME_FREE_KEYS, RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics,
+                           progress_bar)
 
 
 # ------------------------------------------------------------------ the algorithms
@@ -71,13 +77,54 @@ def _scalars(setup, m) -> dict:
 
 
 _COMPILED: dict = {}  # id(setup) -> (setup, its compiled chunk): one compile per setup and process
+# Config keys that shape no compiled program of a run: its length, seed, checkpoints, export and logging.  A run
+# that changes only these reuses the saved trace and the executable of its chunk (`compiled_chunk`).
+PROGRAM_FREE_KEYS = frozenset(RESUME_FREE_KEYS | {"seed", "export_seed"})
 
 
-def compiled_chunk(setup, rs):
-    """``setup.train_chunk`` compiled ahead of time for states like ``rs`` (once per setup)."""
+def program_key(cfg) -> tuple:
+    """Everything a run's compiled chunk depends on besides its argument types and coupjax's
+    own source (`coupjax.compile_cache.traced_once`): the config's program keys, the
+    training code, and the files its opponents are read from (a pool's exports and
+    policy modules), so that a changed file is traced again."""
+    program = {k: v for k, v in config_to_dict(cfg).items() if k not in PROGRAM_FREE_KEYS}
+    files = hashlib.sha256()
+    for spec in resolve_pool(cfg.opponents, cfg.policy_modules):
+        kind = describe_spec(spec)
+        paths = [locate(spec)] if kind == "path" else []
+        if kind == "registered:arg" and locate(spec.partition(":")[2]):
+            paths.append(locate(spec.partition(":")[2]))
+        modules = [spec.partition(":")[0]] if kind == "module" else []
+        for name in [*cfg.policy_modules, *modules]:
+            found = importlib.util.find_spec(name)
+            paths += [Path(found.origin)] if found is not None and found.origin else []
+        for path in paths:
+            for f in sorted(x for x in [path, *path.rglob("*")] if x.is_file()):
+                files.update(str(f).encode() + b"\0" + f.read_bytes())
+    return (json.dumps(program, sort_keys=True), compile_cache.source_digest(Path(__file__).resolve().parent),
+            files.hexdigest())
+
+
+def compiled_program(setup, part: str, fn, args: tuple, say=None):
+    """``fn`` (``setup.init`` or ``setup.train_chunk``) compiled ahead of time for ``args``,
+    through its saved trace (`coupjax.compile_cache.compiled`): a second start of the same
+    config, or of one that changes only `PROGRAM_FREE_KEYS`, neither traces nor compiles
+    it.  ``say`` gets a line before and after compiling."""
+    import jax
+
+    name = f"{setup.config.algo}-{part}"
+    if jax.process_count() > 1:  # several processes: a saved trace runs on one process's devices only
+        with compile_cache.compile_log(name, say):
+            return jax.jit(fn).lower(*args).compile()
+    return compile_cache.compiled(fn, name, *program_key(setup.config), setup.num_devices, args=args, say=say)
+
+
+def compiled_chunk(setup, rs, say=None):
+    """``setup.train_chunk`` compiled for states like ``rs`` (`compiled_program`), once per
+    setup and process."""
     hit = _COMPILED.get(id(setup))
     if hit is None or hit[0] is not setup:
-        hit = _COMPILED[id(setup)] = (setup, setup.train_chunk.lower(rs).compile())
+        hit = _COMPILED[id(setup)] = (setup, compiled_program(setup, "train-chunk", setup.train_chunk, (rs,), say))
     return hit[1]
 
 
@@ -93,6 +140,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     after this many chunks in this call (simulates an interruption).
     """
     import jax
+    from jax.sharding import NamedSharding, PartitionSpec
 
     from training import checkpoint
 
@@ -105,16 +153,19 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     setup = make_train(cfg) if setup is None else setup
+    notes = console(stderr=True)
+    say = (lambda line: notes.print(line, markup=False, highlight=False)) if primary else (lambda line: None)
     if resume:
         host, _, done = checkpoint.restore_checkpoint(ckpt_dir, setup.abstract_state())
-        rs = setup.put(host)
+        rs = setup.for_this_run(setup.put(host))
     else:
         done = 0
-        key = jax.random.PRNGKey(cfg.seed)
+        # on every device of the mesh, as the compiled (and saved) initialisation expects it
+        key = jax.device_put(jax.random.PRNGKey(cfg.seed), NamedSharding(setup.mesh, PartitionSpec()))
         # several processes: compiled in each, then run together (gloo waits 30 s for a peer's first collective)
-        init = setup.init.lower(key).compile() if jax.process_count() > 1 else setup.init
+        init = compiled_program(setup, "init", setup.init, (key,), say)
         distributed.barrier("init compiled")
-        rs = init(key)
+        rs = setup.for_this_run(init(key))
     if primary:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "config.json").write_text(json.dumps(cfg_dict, indent=2))
@@ -130,7 +181,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             psro_rows.append(row)
 
     t0 = time.time()
-    chunk = compiled_chunk(setup, rs)  # the one compiled function for every chunk
+    chunk = compiled_chunk(setup, rs, say)  # the one compiled function for every chunk
     compile_s = time.time() - t0
     distributed.barrier("compiled")  # several processes: all compiled before the next collective
     keys = PROGRESS_KEYS[cfg.algo]
@@ -165,7 +216,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                 prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
                 t2 = time.time()
                 setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
-                chunk = compiled_chunk(setup, rs) if c + 1 < stop else None  # compiled when it will run here
+                chunk = compiled_chunk(setup, rs, say) if c + 1 < stop else None  # compiled when it will run here
                 psro_s += time.time() - t2
                 psro_rows.append(row)
                 log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
