@@ -306,3 +306,32 @@ def test_results_md_is_what_the_committed_report_renders():
     figures = {"configs": "results-figures/configs.png", "exploit": "results-figures/exploitability.png"}
     assert all((ROOT / "docs" / link).stat().st_size for link in figures.values())
     assert final.render(rep, load_config(report / "config.yaml"), criterion, figures) == text
+
+
+def test_the_config_reference_is_what_the_dataclasses_say():
+    """docs/training.md's table of config keys is `training.config.reference_markdown`'s
+    output: a key added, removed or given another default or range shows up here until
+    the doc is regenerated (``python -m training.config``, pasted between the markers)."""
+    from training.config import REFERENCE_BEGIN, REFERENCE_END, reference_markdown
+
+    text = (ROOT / "docs" / "training.md").read_text()
+    assert REFERENCE_BEGIN in text and REFERENCE_END in text
+    assert text.split(REFERENCE_BEGIN + "\n", 1)[1].split(REFERENCE_END, 1)[0] == reference_markdown()
+    for name in ("hidden_sizes", "entropy_coef", "num_seeds", "epsilon_decay_steps"):
+        assert f"| `{name}` |" in text
+
+
+def test_packaged_exports_resolve_wherever_a_command_runs(tmp_path, monkeypatch):
+    """docs/adapters.md's first Gymnasium block names ``evals/reference/dqn/export``: a
+    copied script finds it from any folder, not only the checkout's root."""
+    from coupjax.inference import read_export
+    from coupjax.policies.spec import describe_spec, locate
+
+    block = next(code for _, info, code in _fences((ROOT / "docs" / "adapters.md").read_text())
+                 if "coupjax.gymnasium" in code)
+    assert "evals/reference/dqn/export" in block
+    monkeypatch.chdir(tmp_path)
+    assert describe_spec("evals/reference/dqn/export") == "path"
+    assert locate("evals/reference/dqn/export").resolve() == (ROOT / "evals/reference/dqn/export").resolve()
+    assert read_export(locate("evals/reference/dqn/export"))[0]["kind"] == "dqn"
+    assert locate("evals/no_such_export") is None and locate("runs/no_such_run") is None

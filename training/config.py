@@ -436,3 +436,59 @@ def config_to_dict(cfg) -> dict:
 def replace(cfg, **changes):
     """A validated copy with ``changes``."""
     return config_from_dict({**config_to_dict(cfg), **changes})
+
+
+# ------------------------------------------------------------------ the reference in docs/training.md
+REFERENCE_BEGIN = "<!-- config reference: made by `python -m training.config`, kept equal by tests/test_docs.py -->"
+REFERENCE_END = "<!-- end of the config reference -->"
+
+
+def _field_notes(cls) -> dict[str, str]:
+    """Each field's trailing comment in ``cls``'s source (the one place a key is explained)."""
+    import inspect
+    import io
+    import tokenize
+
+    lines = inspect.getsource(cls).splitlines()
+    notes = {}
+    for tok in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+        if tok.type == tokenize.COMMENT and not tok.line.lstrip().startswith("#"):
+            name = tok.line.strip().split(":")[0]
+            notes[name] = tok.string.lstrip("#").strip()
+    return notes
+
+
+def _range_text(f) -> str:
+    check = f.metadata.get("check")
+    if isinstance(check, Range):
+        return str(check)
+    if isinstance(check, tuple):
+        return "one of " + ", ".join(f"`{c!r}`" if c == "" else f"`{c}`" for c in check)
+    if f.name in _POOLS:
+        return "a policy pool"
+    if isinstance(f.default, bool):
+        return "true or false"
+    if isinstance(f.default, tuple):
+        return "list of positive ints" if f.name.endswith("hidden_sizes") else "list of strings"
+    return ""
+
+
+def reference_markdown() -> str:
+    """Every config key of every algorithm with its default, range and note, as Markdown
+    tables: the reference in docs/training.md, made from the dataclasses themselves."""
+    out = []
+    for algo, cls in CONFIG_CLASSES.items():
+        notes = _field_notes(cls)
+        out += [f"**`algo: {algo}`** (`{cls.__name__}`)", "", "| key | default | range | what |", "|---|---|---|---|"]
+        for f in dataclasses.fields(cls):
+            if f.name == "algo":
+                continue
+            default = json.dumps(list(f.default) if isinstance(f.default, tuple) else f.default)
+            note = notes.get(f.name, "").replace("|", "\\|")
+            out.append(f"| `{f.name}` | `{default}` | {_range_text(f)} | {note} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

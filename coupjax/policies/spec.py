@@ -13,6 +13,7 @@ A spec is one of:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 from pathlib import Path
 
@@ -24,9 +25,24 @@ class PolicySpecError(ValueError):
     """A policy spec that names nothing known; the message says what was tried."""
 
 
+# Packages of this project whose folders hold exports (`evals/reference/dqn/export`).
+PACKAGED = ("coupjax", "training", "evals")
+
+
 def locate(spec: str) -> Path | None:
-    """The run or export directory ``spec`` names (a path), or None if there is none."""
-    return Path(spec) if Path(spec).exists() else None
+    """The run or export directory ``spec`` names, or None if there is none: a path from
+    the working directory, else one inside this project's installed packages
+    (`PACKAGED`), so ``evals/reference/dqn/export`` is found wherever a command runs."""
+    path = Path(spec)
+    if path.exists():
+        return path
+    if path.is_absolute() or len(path.parts) < 2 or path.parts[0] not in PACKAGED:
+        return None
+    found = importlib.util.find_spec(path.parts[0])
+    for folder in (found.submodule_search_locations or []) if found else []:
+        if Path(folder).joinpath(*path.parts[1:]).exists():
+            return Path(folder).joinpath(*path.parts[1:])
+    return None
 
 
 def describe_spec(spec: str) -> str:
