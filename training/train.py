@@ -105,26 +105,29 @@ def program_key(cfg) -> tuple:
             files.hexdigest())
 
 
-def compiled_program(setup, part: str, fn, args: tuple, say=None):
+def compiled_program(setup, part: str, fn, args: tuple, say=None, saved: bool = True):
     """``fn`` (``setup.init`` or ``setup.train_chunk``) compiled ahead of time for ``args``,
     through its saved trace (`coupjax.compile_cache.compiled`): a second start of the same
     config, or of one that changes only `PROGRAM_FREE_KEYS`, neither traces nor compiles
-    it.  ``say`` gets a line before and after compiling."""
+    it.  ``saved=False``: ``fn``'s own trace, for a caller that has already called ``fn``
+    (its trace is in memory; the saved one would be a second program to compile).  ``say``
+    gets a line before and after compiling."""
     import jax
 
     name = f"{setup.config.algo}-{part}"
-    if jax.process_count() > 1:  # several processes: a saved trace runs on one process's devices only
+    if jax.process_count() > 1 or not saved:  # several processes: a saved trace runs on one process's devices only
         with compile_cache.compile_log(name, say):
             return jax.jit(fn).lower(*args).compile()
     return compile_cache.compiled(fn, name, *program_key(setup.config), setup.num_devices, args=args, say=say)
 
 
-def compiled_chunk(setup, rs, say=None):
+def compiled_chunk(setup, rs, say=None, saved: bool = True):
     """``setup.train_chunk`` compiled for states like ``rs`` (`compiled_program`), once per
     setup and process."""
     hit = _COMPILED.get(id(setup))
     if hit is None or hit[0] is not setup:
-        hit = _COMPILED[id(setup)] = (setup, compiled_program(setup, "train-chunk", setup.train_chunk, (rs,), say))
+        chunk = compiled_program(setup, "train-chunk", setup.train_chunk, (rs,), say, saved)
+        hit = _COMPILED[id(setup)] = (setup, chunk)
     return hit[1]
 
 
@@ -152,6 +155,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
         check_run_dir(run_dir, cfg_dict, resume)
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
+    saved = setup is None  # a caller's own setup (tests, a PSRO iteration) keeps its own compiles
     setup = make_train(cfg) if setup is None else setup
     notes = console(stderr=True)
     say = (lambda line: notes.print(line, markup=False, highlight=False)) if primary else (lambda line: None)
@@ -160,10 +164,12 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
         rs = setup.for_this_run(setup.put(host))
     else:
         done = 0
-        # on every device of the mesh, as the compiled (and saved) initialisation expects it
-        key = jax.device_put(jax.random.PRNGKey(cfg.seed), NamedSharding(setup.mesh, PartitionSpec()))
+        key = jax.random.PRNGKey(cfg.seed)
+        if saved and jax.process_count() == 1:  # on every device of the mesh, as the saved initialisation expects it
+            key = jax.device_put(key, NamedSharding(setup.mesh, PartitionSpec()))
         # several processes: compiled in each, then run together (gloo waits 30 s for a peer's first collective)
-        init = compiled_program(setup, "init", setup.init, (key,), say)
+        init = compiled_program(setup, "init", setup.init, (key,), say) if saved or jax.process_count() > 1 \
+            else setup.init  # the caller's own, compiled when it made its states
         distributed.barrier("init compiled")
         rs = setup.for_this_run(init(key))
     if primary:
@@ -181,7 +187,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             psro_rows.append(row)
 
     t0 = time.time()
-    chunk = compiled_chunk(setup, rs, say)  # the one compiled function for every chunk
+    chunk = compiled_chunk(setup, rs, say, saved)  # the one compiled function for every chunk
     compile_s = time.time() - t0
     distributed.barrier("compiled")  # several processes: all compiled before the next collective
     keys = PROGRESS_KEYS[cfg.algo]
@@ -216,7 +222,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                 prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
                 t2 = time.time()
                 setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
-                chunk = compiled_chunk(setup, rs, say) if c + 1 < stop else None  # compiled when it will run here
+                chunk = compiled_chunk(setup, rs, say, saved) if c + 1 < stop else None  # compiled if it will run
                 psro_s += time.time() - t2
                 psro_rows.append(row)
                 log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
