@@ -153,7 +153,7 @@ def test_the_logger_records_the_rows_it_recorded_before():
 def test_shaped_row_reward_matches_rewards_shaped(rows):
     """Oracle: the actor's coin change + opponents eliminated, up to its next decision
     (training.rewards.shaped on its two views), else to its elimination or the end."""
-    shaped = make_reward("shaped", N)
+    shaped = jax.jit(make_reward("shaped", N))  # one compile; op by op, every row dispatched each op anew
     R = len(rows["action"])
     checked_obs = 0
     for i in range(R):

@@ -231,26 +231,38 @@ def test_worlds_come_from_the_observation(env4, states4):
                                   np.broadcast_to(np.sort(np.asarray(states4._drawn)[ex], -1)[:, None], (8, K, 2)))
 
 
-def test_policy_batch_independent(env4, states4):
-    """Registered policy with kwargs (its own-seat rollout policy and a smoothed belief_ev
-    prior included); a decision's logits do not depend on the rest of the batch (the
-    pooled custom_vmap search equals one search per state)."""
+@pytest.fixture(scope="module")
+def regularized_batch(env4, states4):
+    """A registered search policy with kwargs (its own-seat rollout policy and a smoothed
+    belief_ev prior included) and its logits on `states4`, batched (one compile, shared)."""
     pol = policies.make_policy("regularized", env4, num_worlds=4, max_rollout_steps=8, lanes=256,
-                        rollout_self_policy="honest", prior_policy="belief_ev", prior_uniform=0.1)
-    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == search.DEFAULT_CONFIG.rollout_policy
+                               rollout_self_policy="honest", prior_policy="belief_ev", prior_uniform=0.1)
     fn = jax.jit(jax.vmap(pol))
-    B = states4.current_player.shape[0]
-    keys = jax.random.split(jax.random.PRNGKey(10), B)
-    perm = np.random.default_rng(0).permutation(B)
-    a = np.asarray(fn(keys, states4))
+    keys = jax.random.split(jax.random.PRNGKey(10), states4.current_player.shape[0])
+    return pol, fn, keys, np.asarray(fn(keys, states4))
+
+
+def test_policy_batch_independent(regularized_batch, states4):
+    """A decision's logits do not depend on the rest of the batch: a permuted batch gives
+    the permuted logits (the pooled custom_vmap search)."""
+    pol, fn, keys, a = regularized_batch
+    assert pol.config.num_worlds == 4 and pol.config.rollout_policy == search.DEFAULT_CONFIG.rollout_policy
+    perm = np.random.default_rng(0).permutation(len(keys))
     b = np.asarray(fn(keys[perm], jax.tree.map(lambda x: x[perm], states4)))
     np.testing.assert_allclose(a[perm], b, atol=1e-5)
-    one = jax.jit(pol)  # the unbatched call: one search of one state
-    for i in (0, 9, 17):  # a first decision, a reaction, an exchange choice
-        np.testing.assert_allclose(np.asarray(one(keys[i], jax.tree.map(lambda x: x[i], states4))), a[i], atol=1e-5)
     mask = np.asarray(states4.legal_action_mask)
     np.testing.assert_array_equal(np.isneginf(a), ~mask)
     np.testing.assert_allclose(np.exp(a).sum(axis=1), 1.0, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_pooled_search_equals_one_search_per_state(regularized_batch, states4):
+    """The unbatched call (one search of one state, a second compile of the whole search)
+    gives the batch's logits.  Quick twin: test_policy_batch_independent."""
+    pol, _, keys, a = regularized_batch
+    one = jax.jit(pol)
+    for i in (0, 9, 17):  # a first decision, a reaction, an exchange choice
+        np.testing.assert_allclose(np.asarray(one(keys[i], jax.tree.map(lambda x: x[i], states4))), a[i], atol=1e-5)
 
 
 def test_config_validation(env4):
@@ -299,7 +311,11 @@ def test_scripted_mix_is_the_average_of_the_bots(env4):
 # ------------------------------------------------------------------ thompson's per-world values
 def _shares(values, valid):
     """Thompson's best-action shares [B, M] from per-world values [B, K, M]."""
-    return np.asarray(search.best_shares(jnp.asarray(values), jnp.asarray(valid)))
+    return np.asarray(_best_shares(jnp.asarray(values), jnp.asarray(valid)))
+
+
+# jitted once per shape: op by op, each call would dispatch every small op anew
+_best_shares, _denoised = jax.jit(search.best_shares), jax.jit(search.denoised_world_values)
 
 
 def test_denoising_removes_rollout_noise_and_keeps_world_signal():
@@ -317,12 +333,12 @@ def test_denoising_removes_rollout_noise_and_keeps_world_signal():
     noise = rng.choice([-1.0, 1.0], size=(1, K, 4, Rr)).astype(np.float32)
     v_noise = mu[None, None, :, None] + noise
     raw = _shares(v_noise.mean(-1), valid)[0]
-    den = _shares(np.asarray(search.denoised_world_values(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(_denoised(jnp.asarray(v_noise), jnp.asarray(valid))), valid)[0]
     assert raw[0] < 0.9 and raw[1:3].sum() > 0.1, raw
     np.testing.assert_allclose(den, [1.0, 0.0, 0.0, 0.0])
 
     signal = np.zeros((1, K, 4, Rr), np.float32) + mu[None, None, :, None]
     signal[:, : K // 2, 2] += 1.0
-    den = _shares(np.asarray(search.denoised_world_values(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
+    den = _shares(np.asarray(_denoised(jnp.asarray(signal), jnp.asarray(valid))), valid)[0]
     np.testing.assert_allclose(den, _shares(signal.mean(-1), valid)[0])
     np.testing.assert_allclose(den, [0.5, 0.0, 0.5, 0.0])

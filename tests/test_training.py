@@ -113,23 +113,24 @@ def test_target_sync_in_training(setup, two_chunks):
 
 def test_buffer_wraps_around_and_samples_valid_rows():
     buf = make_replay_buffer(capacity=8, num_envs=2, batch_size=64)  # 4 rows of 2
+    add, sample = jax.jit(buf.add), jax.jit(buf.sample)  # op by op, every call dispatches each op anew
     state = buf.init({"x": jnp.int32(0)})
-    state = buf.add(state, {"x": jnp.array([1, 2])})
+    state = add(state, {"x": jnp.array([1, 2])})
     assert not bool(buf.can_sample(state))
-    s = buf.sample(state, jax.random.PRNGKey(0))
+    s = sample(state, jax.random.PRNGKey(0))
     assert set(np.asarray(s["x"]).tolist()) == {1, 2}
     for t in range(2, 7):  # 6 rows added in all: rows of t = 1, 2 overwritten by 5, 6
-        state = buf.add(state, {"x": jnp.array([2 * t - 1, 2 * t])})
+        state = add(state, {"x": jnp.array([2 * t - 1, 2 * t])})
     assert int(state.size) == 4 and int(state.index) == 2
     assert sorted(np.asarray(state.data["x"]).ravel().tolist()) == list(range(5, 13))
-    s = np.asarray(buf.sample(state, jax.random.PRNGKey(1))["x"])
+    s = np.asarray(sample(state, jax.random.PRNGKey(1))["x"])
     assert set(s.tolist()) == set(range(5, 13))  # only valid, newest items, each one reached
     # sharded sampling returns the matching block of the unsharded sample
     sh = make_replay_buffer(capacity=8, num_envs=2, batch_size=64, num_shards=2)
     parts = []
     for d in range(2):
         local = type(state)(data={"x": state.data["x"][:, d:d + 1]}, index=state.index, size=state.size)
-        parts.append(np.asarray(sh.sample(local, jax.random.PRNGKey(1), shard_index=d)["x"]))
+        parts.append(np.asarray(jax.jit(sh.sample)(local, jax.random.PRNGKey(1), shard_index=d)["x"]))
     np.testing.assert_array_equal(np.concatenate(parts), s)
 
 
@@ -197,9 +198,9 @@ def test_export_load_act(setup, two_chunks, tmp_path):
     _, _, rs2, _ = two_chunks
     export_dqn(setup, rs2.params, tmp_path / "run" / "export")
     env = setup.env
-    state = env.init(jax.random.PRNGKey(5))
+    state = jax.jit(env.init)(jax.random.PRNGKey(5))  # jitted: op by op, one engine step compiles hundreds of kernels
     for a in (2, 0):  # tax, then a reaction window: some actions are illegal
-        state = env.step(state, a, jax.random.PRNGKey(a))
+        state = jax.jit(env.step)(state, jnp.int32(a), jax.random.PRNGKey(a))
     for path in (tmp_path / "run", tmp_path / "run" / "export"):
         pol = load_policy(path)
         logits = np.asarray(jax.jit(pol)(jax.random.PRNGKey(0), state))
