@@ -13,8 +13,9 @@ install:
 run: install
 	$(PYTHON) -m coupjax
 
+# --durations: the CI log names the slowest tests, where the next cut of the quick tier's time is
 test: install
-	$(PYTHON) -m pytest -q -n 2 --dist loadscope -m "not slow"
+	$(PYTHON) -m pytest -q -n 2 --dist loadscope -m "not slow" --durations=25
 
 bench: install
 	$(PYTHON) -m evals.bench_engine
