@@ -19,6 +19,11 @@ Where it lives:
 - A cache folder the user already gave JAX (``JAX_COMPILATION_CACHE_DIR`` or
   ``jax.config.update``) wins over all of this.
 
+A training run's chunk goes one step further (`compiled`): its lowered program is saved
+beside the executables, so a second start neither traces nor compiles it, and
+`compile_log` prints what is compiling and, after, how long it took and where the time
+went.
+
 ``coupjax cache info`` prints where it is and how big; ``coupjax cache clear`` empties
 it.  Every compilation is cached, small ones too (a minimum compile time of 0 s): on a
 2-core CPU even a "small" policy step takes seconds to compile.
@@ -280,20 +285,21 @@ class CompileCounts:
         self.total = 0.0
         self.traced: list[str] = []  # the names of the Python functions traced, in order
 
-    def _duration(self, event, duration, fun_name="", **_):
+    def on_duration(self, event, duration, fun_name="", **_):
         if event in STAGE_EVENTS:
             self.seconds[STAGE_EVENTS[event]] += duration
         if STAGE_EVENTS.get(event) == "tracing":
             self.traced.append(str(fun_name))
 
-    def _event(self, event, **_):
+    def on_event(self, event, **_):
         if event in CACHE_EVENTS:
             setattr(self, CACHE_EVENTS[event], getattr(self, CACHE_EVENTS[event]) + 1)
 
     def describe(self, what: str) -> str:
         stages = ", ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items() if v >= 0.05)
-        cache = f"{self.hits} of {self.hits + self.misses} from the cache" if self.hits + self.misses else "no compile"
-        return f"{what}: ready in {self.total:.1f} s ({'; '.join(x for x in (stages, cache) if x)})"
+        cache = f"{self.hits} of {self.hits + self.misses} from the cache" if self.hits + self.misses else ""
+        detail = "; ".join(x for x in (stages, cache) if x)
+        return f"{what}: ready in {self.total:.1f} s" + (f" ({detail})" if detail else "")
 
 
 @contextlib.contextmanager
@@ -302,15 +308,15 @@ def counting():
     from jax import monitoring
 
     counts = CompileCounts()
-    monitoring.register_event_duration_secs_listener(counts._duration)
-    monitoring.register_event_listener(counts._event)
+    monitoring.register_event_duration_secs_listener(counts.on_duration)
+    monitoring.register_event_listener(counts.on_event)
     start = time.monotonic()
     try:
         yield counts
     finally:
         counts.total = time.monotonic() - start
-        monitoring.unregister_event_duration_listener(counts._duration)
-        monitoring.unregister_event_listener(counts._event)
+        monitoring.unregister_event_duration_listener(counts.on_duration)
+        monitoring.unregister_event_listener(counts.on_event)
 
 
 @contextlib.contextmanager

@@ -400,8 +400,8 @@ SELFPLAY_TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_m
 def test_a_second_start_of_another_seed_and_length_traces_and_compiles_nothing(tmp_path, monkeypatch):
     """The driver's chunk is traced once per config shape (`training.train.compiled_program`):
     a start with another seed and ``num_chunks`` loads the saved trace and XLA's executable,
-    and computes what a fresh trace of its own config computes (the annealed learning rate's
-    horizon is the runner state's, not a constant of the program)."""
+    and the annealed learning rate's horizon is the runner state's, not a constant of the
+    saved program (another horizon, another update)."""
     from coupjax import compile_cache
     from training.selfplay import make_train as make_selfplay
     from training.train import compiled_program
@@ -420,4 +420,21 @@ def test_a_second_start_of_another_seed_and_length_traces_and_compiles_nothing(t
     s, rs, chunk, second = start(seed=4, num_chunks=7)
     assert second.traced == ["call"] and second.misses == 0, (second.traced, second.misses)
     assert int(rs.lr_steps[0]) == 7 * 2 * 1 * 2  # this run's horizon, not that of the 2 chunks traced first
-    assert _same(chunk(rs), s.train_chunk(rs))
+    short = rs.replace(lr_steps=jax.device_put(np.ones(rs.lr_steps.shape, np.int32), rs.lr_steps.sharding))
+    (after, _), (after_short, _) = chunk(rs), chunk(short)  # a horizon of 1 step: no update after the first
+    assert not _same(after.params, after_short.params)
+
+
+def test_the_compile_log_says_what_compiles_and_where_the_time_went():
+    """A log written to a file shows what a start waits for: a line before compiling and
+    one after with the time, JAX's stages and the persistent cache's hits."""
+    from coupjax import compile_cache
+
+    lines, x = [], jnp.float32(1)
+    with compile_cache.compile_log("a tiny sum", lines.append) as counts:
+        assert lines == ["compiling a tiny sum"]
+        jax.jit(lambda x: x * 2.0 + 1.0).lower(x).compile()
+    assert len(lines) == 2 and lines[1].startswith("a tiny sum: ready in ")
+    assert counts.traced == ["<lambda>"] and counts.total >= sum(counts.seconds.values()) - 1e-6
+    if jax.config.jax_compilation_cache_dir:  # the cache is on: the executable was looked up there
+        assert counts.hits + counts.misses == 1 and "of 1 from the cache" in lines[1]
