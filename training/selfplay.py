@@ -171,8 +171,8 @@ class SelfPlaySetup(Setup):
     def for_this_run(self, rs: RunnerState) -> RunnerState:
         """``rs`` with this config's learning-rate horizon: a resumed run may have another
         ``num_chunks`` than its checkpoint, and a saved initial state another run's."""
-        return rs.replace(lr_steps=jax.device_put(np.full(rs.lr_steps.shape, self.lr_steps, np.int32),
-                                                  rs.lr_steps.sharding))
+        steps = jax.jit(lambda x: jnp.full_like(x, self.lr_steps), out_shardings=rs.lr_steps.sharding)  # several
+        return rs.replace(lr_steps=steps(rs.lr_steps))  # processes too: a host array cannot go to a global mesh
 
     def flatten_metrics(self, m: dict) -> dict:
         """Chunk metrics (leaves [S] per seed) -> scalars for logs: the mean over seeds,
