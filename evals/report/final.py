@@ -42,6 +42,7 @@ import yaml
 
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
+from evals.report.ledger_notes import repeat_notes
 from evals.report.stats import holm, smallest_detectable_difference, unit_test
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
@@ -328,7 +329,8 @@ def _ranking_section(fin: dict) -> list[str]:
         if r.get("withdrawn"):
             lines.append(f"- **Withdrawn: `{r['a']}` against `{r['b']}`** {_where(fin, r)}: the report kept only "
                          "the pooled figures of this pair, not each training seed's, so the few-units test cannot be "
-                         "made; it counts in Holm's correction with p = 1.")
+                         f"made, and `{r['b']}`'s side counted its first seed against three copies of itself (1/4 by "
+                         "symmetry); it counts in Holm's correction with p = 1.")
             continue
         lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {_where(fin, r)}: `{r['a']}` minus "
                      f"`{r['b']}` {r['diff']:+.3f} [{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = "
@@ -429,52 +431,6 @@ def _exploit_section(fin: dict) -> list[str]:
     return lines
 
 
-def repeated_looks(entries: list[dict], seeds_used, report_commit: str | None = None) -> list[dict]:
-    """The held-out seeds of ``seeds_used`` that the ledger shows looked at more than once
-    by the same command and arguments (the same item run again), or without a criterion,
-    up to the report's own run (its commit ``report_commit``; later looks played nothing
-    the file shows): seed, command, the 1-based ledger lines."""
-    entries = list(enumerate(entries, 1))
-    if report_commit:
-        last = [i for i, e in entries if e.get("commit") == report_commit]
-        entries = entries[:last[-1]] if last else entries
-    groups: dict = {}
-    for i, e in entries:
-        if e["seed"] in seeds_used:
-            groups.setdefault((e["seed"], e["command"], tuple(e.get("argv", ())), e.get("criterion")), []).append(i)
-    out = []
-    for (seed, command, argv, criterion), lines in groups.items():
-        if len(lines) > 1 or not criterion:
-            out.append({"seed": seed, "command": " ".join([command, *argv]), "lines": lines,
-                        "criterion": criterion})
-    return sorted(out, key=lambda g: g["lines"][0])
-
-
-def _repeat_notes(fin: dict, entries: list[dict], report_commit: str | None) -> list[str]:
-    used = set(fin["seeds"]) | {r["seed"] for e in fin.get("exploit", {}).values()
-                                for rows in e.get("families", {}).values() for r in rows}
-    looks = repeated_looks(entries, used, report_commit)
-    if not looks:
-        return []
-    lines = ["## Held-out seeds looked at more than once", "",
-             "Every held-out seed this file reports on that the ledger (`docs/experiments/ledger.jsonl`) shows run "
-             "again by the same command, or run without a criterion, up to the run that made report.json:", ""]
-    for g in looks:
-        where = ", ".join(map(str, g["lines"]))
-        if " evals.experiments " in f" {g['command']} ":
-            why = ("the plan (`evals.experiments`) starts an item only while its record is missing, so the earlier "
-                   "start wrote none (it was cut before its end); the figures here are the last start's")
-        elif " --final" in g["command"]:
-            why = ("the figures here are the last run's (the report is deterministic given its runs and seeds; "
-                   "docs/experiments/README.md accounts for the earlier runs)")
-        else:
-            why = "the figures here are the last look's"
-        if not g["criterion"]:
-            why = "a look that names no criterion; " + why
-        lines.append(f"- seed {g['seed']}: `{g['command']}` on ledger line(s) {where}: {why}.")
-    return lines + [""]
-
-
 def _advisor_claims(rep: dict) -> list[str]:
     """The advisor's F1 against CoupVisor's published figure, per condition and belief:
     "above" or "below" only where the interval over games lies wholly on one side."""
@@ -500,7 +456,29 @@ def _advisor_claims(rep: dict) -> list[str]:
     return ["## The challenge advisor against CoupVisor's figures", "",
             "F1 of the advisor's challenge recommendations on every challengeable claim of the held-out seeds' "
             "games (the table under \"The challenge advisor\" below), with a bootstrap interval that resamples "
-            "whole games, beside CoupVisor's published figure (a fixed number: no interval).", ""] + out + [""]
+            "whole games, beside CoupVisor's published figure (a fixed number: no interval). The set-ups differ: "
+            "here coupjax's five scripted bots in the two conditions' mixes, and the beliefs' likelihoods and "
+            "calibration fitted on tuning seed 1000 (`coupjax.seeds.TUNING_SEEDS`); CoupVisor's figures come from "
+            "its own bots and games.", ""] + _constants_note(rep) + out + [""]
+
+
+def _constants_note(rep: dict) -> list[str]:
+    """Where the report's advisor is not the page's: a report made before issue 41 scored and
+    seated the F1-fitted constants, while the page (`advice_params`) uses those fitted for
+    games won; its advised rows and F1 figures are then of an advisor the page does not use."""
+    from coupjax.advice.challenge import AdvisorParams
+    from evals.report.results import advisor_constants
+
+    page = advisor_constants()
+    used = rep.get("advisor_constants") or advisor_constants(AdvisorParams())
+    if used == page:
+        return []
+    return [f"**Not the page's advisor.** This report scored and seated the advisor with the constants fitted for "
+            f"F1 (alpha {used['alpha']:g}, v_last {used['v_last']:g}); the page uses those fitted for games won "
+            f"(alpha {page['alpha']:g}, v_last {page['v_last']:g}; `coupjax.advice.recommend.advice_params`). The "
+            "F1 figures below and the `honest+advisor` and `honest+coupvisor` rows are therefore of an advisor the "
+            "page does not use (those rows lose games against plain `honest`); the report now uses the page's "
+            "constants everywhere, and its next held-out run replaces these figures.", ""]
 
 
 def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger: list[dict] | None = None) -> str:
@@ -529,7 +507,7 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger:
 
     lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
               + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate")
-              + _advisor_claims(rep) + _earlier_claims(fin) + _repeat_notes(fin, ledger, commit))
+              + _advisor_claims(rep) + _earlier_claims(fin) + repeat_notes(fin, ledger, commit))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
     return check_results("\n".join(lines).rstrip() + "\n")

@@ -388,25 +388,29 @@ class Suite:
 
         return self.store.cell("scenarios", compute)
 
-    def advice_cells(self) -> dict:
+    def advice_cells(self, search: bool = False) -> dict:
         """condition -> cell ``advice/{condition}``: wins and placements [bases, seeds,
-        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables."""
+        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables; with
+        ``search``, cell ``advice_search/{condition}`` of ``advised:BASE:search`` (the page's
+        default advice) for ``advice_search_bases``."""
         cfg = self.cfg
-        if not cfg.advice_bases or cfg.advice_games == 0:
+        bases = list(cfg.advice_search_bases if search else cfg.advice_bases)
+        games = cfg.advice_search_games if search else cfg.advice_games
+        if not bases or games == 0:
             return {}
         env = self.env(cfg.num_players)
-        bases = list(cfg.advice_bases)
+        name, tail = ("advice_search", ":search") if search else ("advice", "")
 
         def compute(cond):
-            task = self.task(f"advice on/off {cond}", 1)
-            r = play_paired(env, [f"advised:{b}" for b in bases], bases, cfg.advice_games, list(cfg.seeds), cond,
+            task = self.task(f"{name} on/off {cond}", 1)
+            r = play_paired(env, [f"advised:{b}{tail}" for b in bases], bases, games, list(cfg.seeds), cond,
                             batch=cfg.batch)
             self.finish(task)
             (wa, wb), (pa, pb) = r["wins"], r["placement"]
             return {}, {"wins_on": wa.astype(np.int8), "wins_off": wb.astype(np.int8),
                         "place_on": pa.astype(np.int8), "place_off": pb.astype(np.int8)}
 
-        return {cond: self.store.cell(f"advice/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
+        return {cond: self.store.cell(f"{name}/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
     def reaction_cells(self) -> dict:
         """condition -> cell ``reactions/{condition}``: label -> role -> counts and rates."""
@@ -446,5 +450,6 @@ class Suite:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
                 "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
-                "advisor": self.advisor_cells(), "advice": self.advice_cells(), "reactions": self.reaction_cells(),
+                "advisor": self.advisor_cells(), "advice": self.advice_cells(),
+                "advice_search": self.advice_cells(search=True), "reactions": self.reaction_cells(),
                 "probes": self.probe_cells(), "scenarios": self.scenario_cell()}
