@@ -351,6 +351,36 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
         final.play_final(exp, runs, [100], 4, n_boot=30)  # too few to reject anything after Holm
 
 
+def test_head_to_head_leaves_bs_first_seed_out_of_its_side(tmp_path, monkeypatch):
+    """Issue 41: B's first training seed fills the three other seats, so on B's side it
+    would play three copies of itself (1/4 by symmetry); B's side is its other seeds, each
+    unit's figure is kept and the pair is ranked on them."""
+    from evals.report import paired
+
+    runs = fake_runs(tmp_path, seeds=(21, 22, 23))
+    exp = final.read_experiments(runs)
+    exp["report"]["pairs"], exp["report"]["head_to_head"] = [], [["ref", "twin"]]
+    seen = {}
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        wins = np.full((len(units_a), len(seeds), games), 0.5)
+        return {"wins": (wins, wins[:1]), "placement": (wins, wins[:1])}
+
+    def fake_compare(env, spec_a, spec_b, games, seeds, opponents=None, **kwargs):
+        seen.update(a=spec_a.split(","), b=spec_b.split(","), opponents=opponents)
+        return {"win_rate_a": 0.3, "win_rate_b": 0.25,
+                "per_unit": {"a": {u: 0.30 + 0.01 * i for i, u in enumerate(spec_a.split(","))},
+                             "b": {u: 0.25 + 0.01 * i for i, u in enumerate(spec_b.split(","))}}}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    monkeypatch.setattr(paired, "compare", fake_compare)
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    twin = [str(runs / "train" / "twin" / f"seed_{s}") for s in (21, 22, 23)]
+    assert seen["opponents"] == twin[0] and seen["b"] == twin[1:] and len(seen["a"]) == 3
+    (r,) = fin["rankings"]
+    assert r["kind"] == "head_to_head" and (r["units_a"], r["units_b"]) == (3, 2) and r["test"] == "welch"
+
+
 @pytest.mark.slow
 def test_final_report_from_fake_runs(tmp_path, monkeypatch, tmp_ledger):
     """On held-out seed 100 (recorded in the tmp ledger): the planted difference reads
