@@ -340,9 +340,10 @@ def _ranking_section(fin: dict) -> list[str]:
     return lines + [""]
 
 
-def _earlier_claims(fin: dict) -> list[str]:
+def _earlier_claims(rep: dict) -> list[str]:
     """Where report.json was ranked by the hierarchical bootstrap (before issue 41): each
     of its claims beside the few-units test's, kept, changed or withdrawn."""
+    fin = rep["final"]
     if all(r.get("test") == TEST_NAME for r in fin["rankings"]):
         return []
     lines = ["## Claims re-derived with the few-units test", "",
@@ -371,6 +372,11 @@ def _earlier_claims(fin: dict) -> list[str]:
                      f"{c['b_runs']} runs as if independent)" + (
                          f"; now {n['verdict']} (intervals over {n['a_training_seeds']} and {n['b_training_seeds']} "
                          "training seeds)." if n else "."))
+    if _constants_note(rep):
+        n = sum(1 for line in _advisor_claims(rep) if line.startswith("- "))
+        lines.append(f"- **changed** (the advisor, {n} sentences): each F1 against CoupVisor's figure keeps its "
+                     "figures and verdict, now marked as the F1-fitted advisor's, not the page's (see \"Not the page's "
+                     "advisor\"); the `honest+advisor` and `honest+coupvisor` rows likewise.")
     for label, e in fin.get("exploit", {}).items():
         if e.get("found") and "ci95_low" in e:
             lines.append(f"- **changed** (exploitability): `{label}`'s maximum {e['win_rate']:.3f} was printed with "
@@ -507,7 +513,7 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger:
 
     lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
               + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate")
-              + _advisor_claims(rep) + _earlier_claims(fin) + repeat_notes(fin, ledger, commit))
+              + _advisor_claims(rep) + _earlier_claims(rep) + repeat_notes(fin, ledger, commit))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
     return check_results("\n".join(lines).rstrip() + "\n")
