@@ -1,6 +1,6 @@
 """evals.compare: paired comparisons find a planted difference, see none between equal
 policies, keep their JSON keys and refuse bad input before any work; the statistics
-(`evals.report.stats`: the paired bootstrap, Holm, Bonferroni, the detectable effect)
+(`evals.lib.stats`: the paired bootstrap, Holm, Bonferroni, the detectable effect)
 on known inputs.
 
 One set of tables serves the planted difference, the equal policies and the command
@@ -21,7 +21,7 @@ from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
 from evals import compare
-from evals.report.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference, unit_test
+from evals.lib.stats import bonferroni_alpha, holm, paired_bootstrap, smallest_detectable_difference, unit_test
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,7 +197,7 @@ def test_f1_interval_resamples_whole_games():
     """A game's claims share hands and bots: with each game's 10 claims alike, the
     interval is about sqrt(10) times wider than with the same claims independent, and
     both hold the point estimate."""
-    from evals.report.stats import f1_interval
+    from evals.lib.stats import f1_interval
 
     rng = np.random.default_rng(0)
     games, per = 2000, 10

@@ -314,7 +314,7 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     """The final stage on planted per-table results (no play): each config's mean over its
     training seeds beside the per-seed figures, "beats" for the planted difference, "no
     significant difference" for equal policies, the criterion line."""
-    from evals.report import paired
+    from evals.lib import paired
     from evals.report.config import config_from_dict
 
     runs = fake_runs(tmp_path, seeds=(21, 22, 23))
@@ -355,7 +355,7 @@ def test_head_to_head_leaves_bs_first_seed_out_of_its_side(tmp_path, monkeypatch
     """Issue 41: B's first training seed fills the three other seats, so on B's side it
     would play three copies of itself (1/4 by symmetry); B's side is its other seeds, each
     unit's figure is kept and the pair is ranked on them."""
-    from evals.report import paired
+    from evals.lib import paired
 
     runs = fake_runs(tmp_path, seeds=(21, 22, 23))
     exp = final.read_experiments(runs)

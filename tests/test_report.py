@@ -29,7 +29,7 @@ from coupjax.policies.common import bluff_actions
 from evals.report import decision_benchmark
 from evals.report.__main__ import main
 from evals.report.config import EvalConfigError, config_from_dict
-from evals.report.play import condition_weights, draw_condition_tables
+from evals.lib.play import condition_weights, draw_condition_tables
 from evals.report.suite import table_keys
 from training.rewards import RewardInputs, shaped
 
@@ -63,7 +63,7 @@ def run_report(root, matrix):
 
 @pytest.fixture(scope="module")
 def micro(tmp_path_factory):
-    from evals.report import probes
+    from evals.lib import probes
 
     with pytest.MonkeyPatch.context() as mp:  # two candidate probes, not twelve: the same cell, compiled smaller
         mp.setattr(probes, "PROBES", ("role_bluffer:duke:1", "aggressive"))
@@ -397,7 +397,7 @@ def test_queue_recorder_records_the_claims_it_recorded_before():
     """The claims of 50 games, pinned as the per-game reference loop (``make_recorder``,
     deleted) and the queue recorded them alike.  Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     env = Env(N)
     bots = [make_policy(x, env) for x in SCRIPTED_NAMES]
@@ -415,7 +415,7 @@ from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
-from evals.advisor.record import QueueRecorder, play_condition
+from evals.lib.advisor.record import QueueRecorder, play_condition
 assert len(jax.devices()) == 2
 env = Env(4)
 pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
@@ -438,7 +438,7 @@ def test_two_devices_play_the_same_games(tmp_path):
     import sys
 
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     f = tmp_path / "split.npz"
     env_vars = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",

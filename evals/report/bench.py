@@ -8,7 +8,7 @@ posterior consumers computing the posterior each (before) and sharing one (after
 the advised seats; then games per second of the same ``--games`` seat-table games in
 `coupjax.seat_tables.make_table_runner` (batches wait for their longest game) and
 `coupjax.seat_tables.make_queue_runner` (slots refilled), and of the advisor's claim
-recorder (`evals.advisor.record.QueueRecorder`, beside the queue runner's rate).
+recorder (`evals.lib.advisor.record.QueueRecorder`, beside the queue runner's rate).
 Ratios are printed beside; the machine's load average is printed with
 them, since the machine may be shared.
 """
@@ -29,7 +29,7 @@ from coupjax.beliefs.posterior import exact_posterior
 from coupjax.env import Env
 from coupjax.policies import make_policy, resolve_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
-from evals.report.policies import make_advised
+from evals.lib.policies import make_advised
 
 N = 4
 
@@ -119,7 +119,7 @@ def main(argv=None):
     print(f"  make_table_runner  {G / t_table:8.0f} games/s")
     print(f"  make_queue_runner  {G / t_queue:8.0f} games/s   x{t_table / t_queue:.2f}")
 
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     g = min(G, 4000)
     bots = [make_policy(x, env) for x in SCRIPTED_NAMES]

@@ -18,7 +18,7 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
 * ``advice_bases`` (scripted bot names) and ``advice_games``: each base with the page's
   one recommendation at its reactions (``advised:BASE``, `coupjax.policies.advised`) and
   without it, in the same seat of the same ``advice_games`` tables per condition and
-  seed, compared paired (`evals.report.paired.play_paired`, as ``python -m evals.compare``);
+  seed, compared paired (`evals.lib.paired.play_paired`, as ``python -m evals.compare``);
 * ``advice_search_bases`` and ``advice_search_games``: the same for the page's default
   advice, search on at the page's budget (``advised:BASE:search``, `coupjax.search.advised`),
   against BASE: which setting the page should default to is judged by the games won;
@@ -28,7 +28,7 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
 * ``exploit_probes`` (label -> ``{policy: SPEC, baseline: SPEC}``), ``probe_games`` and
   ``probe_tune_games``: the strongest scripted probe tuned against the policy (tuning
   seed 1003, ``probe_tune_games`` tables per probe), then played against the policy and
-  the baseline on the same ``probe_games`` tables of the first seed (`evals.report.probes`);
+  the baseline on the same ``probe_games`` tables of the first seed (`evals.lib.probes`);
 * ``conditions`` (`coupjax.policies.pools.CONDITIONS`), ``seeds``, ``num_players``,
   ``games`` (tables per policy, condition and seed), ``search_games``;
 * ``cross_play_games`` (tables per ordered pair), ``cross_play`` (labels; default all

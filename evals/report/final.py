@@ -8,14 +8,14 @@ recorded in the ledger), then this stage:
   ``DIR/experiments.yaml``: labels, training seeds, the ``report`` section) and refuses
   a missing or unfinished run;
 * seats every training-seed unit of every config, and each baseline, in the same seat
-  of the same tables (`evals.report.paired.play_paired`; other seats drawn from the
+  of the same tables (`evals.lib.paired.play_paired`; other seats drawn from the
   ``report.condition``): per config, its mean win rate with a Student-t interval over
   training seeds, beside each training seed's own figure;
 * ranks every pair of ``report.pairs`` (one seat of the pool's tables) and of
   ``report.head_to_head`` (A, then B's other training seeds, in one seat against three
   copies of B's first training seed: B's first seed does not play itself) by Welch's t
-  on the training-seed units' mean win rates (`evals.report.stats.unit_test`), Holm-
-  corrected over all of them (`evals.report.stats.holm`): "beats" only where the
+  on the training-seed units' mean win rates (`evals.lib.stats.unit_test`), Holm-
+  corrected over all of them (`evals.lib.stats.holm`): "beats" only where the
   corrected test rejects and the 95% interval excludes 0, otherwise "no significant
   difference"; each sentence with the smallest effect its design could detect;
 * reports exploitability from ``DIR/exploit.json`` (`evals.exploit.summarize` per
@@ -43,7 +43,7 @@ import yaml
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
 from evals.report.ledger_notes import repeat_notes
-from evals.report.stats import holm, smallest_detectable_difference, unit_test
+from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -124,7 +124,7 @@ def detectable(k_a: int, k_b: int, tables: int, p: float, between_sd: float, com
     """The smallest difference a pair's design (``k_a`` and ``k_b`` units of ``tables``
     tables each) detects at 80% power, Bonferroni over ``comparisons`` (Holm's first
     step): t quantiles on the test's degrees of freedom, a fixed policy adding no
-    training-seed spread (`evals.report.stats.smallest_detectable_difference`)."""
+    training-seed spread (`evals.lib.stats.smallest_detectable_difference`)."""
     df = None if k_a == k_b == 1 else (k_a + k_b - 2 if min(k_a, k_b) > 1 else max(k_a, k_b) - 1)
     units = [math.inf if k == 1 else k for k in (k_a, k_b)]
     return smallest_detectable_difference(tables, p=min(max(p, 0.01), 0.99), alpha=ALPHA, power=POWER,
@@ -188,7 +188,7 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
                batch: int = 1000) -> dict:
     """The final section of report.json (module doc), played on ``seeds``."""
     from coupjax.env import Env
-    from evals.report.paired import compare, play_paired
+    from evals.lib.paired import compare, play_paired
 
     rep = exp["report"]
     check_boot(exp, n_boot)
@@ -318,7 +318,7 @@ def _ranking_section(fin: dict) -> list[str]:
         return []
     lines = ["## Rankings", "",
              f"Each sentence comes from Welch's t test on the training-seed units' mean win rates (the same tables; "
-             f"a fixed policy is one unit with its tables' binomial noise; `evals.report.stats.unit_test`), "
+             f"a fixed policy is one unit with its tables' binomial noise; `evals.lib.stats.unit_test`), "
              f"Holm-corrected over the {len(ranks)} comparisons of this report: \"beats\" only where the corrected "
              f"test rejects at {fin['alpha']:g} and the 95% t interval excludes 0. \"Detectable\" is the smallest "
              f"difference the pair's design finds at {POWER:.0%} power (Bonferroni over the {len(ranks)}, t "

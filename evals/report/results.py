@@ -3,7 +3,7 @@ rate, ratings, cross-play, scenario and ablation tables.
 
 Layout of ``report.json`` (every rate has its counts beside it):
 
-* ``policies``: label -> condition -> the pooled row of `evals.report.stats.row`
+* ``policies``: label -> condition -> the pooled row of `evals.lib.stats.row`
   (``games``, ``wins``, ``win_rate``, ``ci95_low``, ``ci95_high``, placement, both
   episode rewards, bluff / challenge counts and rates, entropy) plus ``seeds`` (the
   Student-t interval of the win rate over the per-seed values) and ``offline``
@@ -21,14 +21,14 @@ Layout of ``report.json`` (every rate has its counts beside it):
   ``challenges``, ``challenge_rate``, ``block_opportunities``, ``blocks``, ``bluff_blocks``,
   ``block_rate`` (`evals.reaction_rates`);
 * ``exploit_probes``: label -> the strongest scripted probe against its policy and its
-  baseline (`evals.report.probes.probe`: ``strongest``, ``win_rate_vs_policy``,
+  baseline (`evals.lib.probes.probe`: ``strongest``, ``win_rate_vs_policy``,
   ``win_rate_vs_baseline``, ``diff``, ``ci95_low``, ``ci95_high``, ``upper95``, ``probes``);
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
   openskill Plackett-Luce model over the mixed tables' placements);
 * ``advisor``: belief -> condition -> ``tp``, ``fp``, ``fn``, ``tn``, ``f1``, ``brier``,
-  ``ece``, ... (`evals.report.advisor.belief_metrics`), with ``coupvisor_paper`` the
+  ``ece``, ... (`evals.lib.advisor.metrics.belief_metrics`), with ``coupvisor_paper`` the
   published figures, and ``advisor_constants`` (``alpha``, ``v_last``: the page's,
   `coupjax.advice.recommend.advice_params`, which every advised row and F1 here uses);
   ``scenarios``; ``ablation``.
@@ -41,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.report import stats
-from evals.report.advisor import condition_metrics, pool
-from evals.report.paired import verdict
+from evals.lib import stats
+from evals.lib.advisor.metrics import condition_metrics, pool
+from evals.lib.paired import verdict
 
 # CoupVisor's published advisor figures (conditions in this order)
 COUPVISOR_PAPER = {"aggressive_heavy": {"f1": 0.5641, "outcome_accuracy": 0.5619},

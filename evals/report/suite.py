@@ -15,18 +15,18 @@ Cells (`evals.report.cells`), in the order they run:
 * ``mixed/part{i}``: tables whose every seat is drawn uniformly from the cross-play
   policies (the ratings' games);
 * ``positions/{condition}/s{seed}``: the offline metrics (`evals.report.positions`);
-* ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.report.advisor`);
+* ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.lib.advisor.metrics`);
 * ``advice/{condition}``: each of ``advice_bases`` with the page's advice
   (``advised:BASE``) and without, paired on ``advice_games`` tables per seed: per-table
-  wins and placements (`evals.report.paired.play_paired`);
+  wins and placements (`evals.lib.paired.play_paired`);
 * ``reactions/{condition}``: ``reaction_policies``' challenge and block rates per claimed
-  role on ``reaction_games`` tables of the first seed (`evals.report.reactions`);
+  role on ``reaction_games`` tables of the first seed (`evals.lib.reactions`);
 * ``probes/{label}``: each of ``exploit_probes``: the strongest scripted probe tuned
   against its policy, then against the policy and its baseline on ``probe_games`` tables
-  of the first seed (`evals.report.probes`);
+  of the first seed (`evals.lib.probes`);
 * ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
-Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
+Every table is played in `coupjax.seat_tables`'s loop (`evals.lib.play`).
 """
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from evals.report import positions
 from evals.report import decision_benchmark
-from evals.report import stats as ST
-from evals.report.advisor import AdvisorRecorder
-from evals.report.paired import play_paired
-from evals.report.probes import probe
-from evals.report.reactions import reaction_rates
-from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+from evals.lib import stats as ST
+from evals.lib.advisor.metrics import AdvisorRecorder
+from evals.lib.paired import play_paired
+from evals.lib.probes import probe
+from evals.lib.reactions import reaction_rates
+from evals.lib.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
-from evals.report.policies import build_policies, fits_table
+from evals.lib.policies import build_policies, fits_table
 
 CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
 MIXED_SLICE = 5000
@@ -431,7 +431,7 @@ class Suite:
         return {cond: self.store.cell(f"reactions/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
     def probe_cells(self) -> dict:
-        """label -> cell ``probes/{label}``: `evals.report.probes.probe`'s dict."""
+        """label -> cell ``probes/{label}``: `evals.lib.probes.probe`'s dict."""
         cfg = self.cfg
         if not cfg.exploit_probes or cfg.probe_games == 0:
             return {}

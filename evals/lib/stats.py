@@ -29,7 +29,7 @@ SUM_KEYS = ("games", "wins", "placement", "placement_sq", "shaped", "shaped_sq",
 
 
 def game_sums(rows: dict) -> dict:
-    """Sums over games of a tested seat's per-game values (`evals.report.play.seat_rows`)."""
+    """Sums over games of a tested seat's per-game values (`evals.lib.play.seat_rows`)."""
     f = lambda x: np.asarray(x, np.float64)  # noqa: E731
     return {
         "games": int(len(rows["wins"])), "wins": int(np.sum(rows["wins"])),

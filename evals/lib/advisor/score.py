@@ -21,7 +21,7 @@ import numpy as np
 
 from coupjax import metrics
 from coupjax.advice import challenge as A
-from evals.advisor.record import CONDITIONS, NUM_PLAYERS
+from evals.lib.advisor.record import CONDITIONS, NUM_PLAYERS
 
 ROW_BLOCK = 4096
 SCORED = ("coupvisor", "exact", "coupvisor_uncalibrated", "exact_uncalibrated")

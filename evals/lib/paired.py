@@ -4,9 +4,9 @@ The core of ``python -m evals.compare`` (its command, table and verdict line liv
 here so that the report (`evals.report.final`) ranks policies with the same functions:
 `expand_spec` (a spec's training-seed units), `condition_tables`, `play_paired` (per-table
 results of every unit) and `compare` (the difference with its interval and test: Welch's t
-on the training-seed units' means where a side has several, `evals.report.stats.unit_test`,
+on the training-seed units' means where a side has several, `evals.lib.stats.unit_test`,
 whose false-positive rate holds with few units; the paired hierarchical bootstrap over
-seeds and tables, `evals.report.stats.paired_bootstrap`, for one unit a side).
+seeds and tables, `evals.lib.stats.paired_bootstrap`, for one unit a side).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from coupjax.env import Env
 from coupjax.policies import PolicySpecError
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from coupjax.policies.spec import describe_spec, resolve_policy
-from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+from evals.lib.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
-from evals.report.stats import bonferroni_alpha, paired_bootstrap, unit_test
+from evals.lib.stats import bonferroni_alpha, paired_bootstrap, unit_test
 
 DEFAULT_CONDITION = "aggressive_heavy"
 
@@ -68,7 +68,7 @@ def play_paired(env, units_a: list[str], units_b: list[str], games: int, seeds: 
     """Per-table results of every unit of A and B on the same tables: ``wins`` and
     ``placement`` as (A [units_a, seeds, games], B [units_b, seeds, games]).
 
-    One runner plays every unit's tables interleaved (`evals.report.play`), so each
+    One runner plays every unit's tables interleaved (`evals.lib.play`), so each
     policy is computed where it sits and the games of A and B differ only in the tested
     seat.  A unit named on both sides is played once."""
     n = env.num_players
