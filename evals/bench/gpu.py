@@ -99,7 +99,7 @@ SMALL = Plan(engine_batches=(64,), engine_steps=8, engine_repeats=1, engine_min_
                                  "num_snapshots=1", "opponents=random"),
              dqn_overrides=("num_envs=8", "batch_size=8", "buffer_size=64", "warmup_steps=8", "updates_per_chunk=2",
                             "gradient_steps=1", "hidden_sizes=[16]", "opponents=random"),
-             max_chunks=2, search_batches=(1, 4), search_policy="evals.bench_gpu:small_search",
+             max_chunks=2, search_batches=(1, 4), search_policy="evals.bench.gpu:small_search",
              budgets={"device": 30, "engine": 60, "memory": 30, "selfplay": 60, "dqn": 60, "search": 60},
              deadline_s=600, min_section_s=1)
 
@@ -183,7 +183,7 @@ def next_batch_verdict(last: dict | None, batch: int, bytes_limit: int | None, s
 
 def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
     from coupjax import Env
-    from evals import bench_engine
+    from evals.bench import engine as bench_engine
 
     env = Env(4)
     baseline = bench_engine.PythonBaseline(4, plan.python_chunk_s, seed=0)
@@ -223,7 +223,7 @@ def section_engine(plan: Plan, clock: Section, report: dict) -> dict:
 
 def section_memory(plan: Plan, clock: Section, report: dict) -> dict:
     from coupjax import Env
-    from evals import bench_engine
+    from evals.bench import engine as bench_engine
 
     env = Env(4)
     total, obs = bench_engine.state_bytes(env)
@@ -328,7 +328,7 @@ def small_search(env):
 def section_search(plan: Plan, clock: Section, report: dict) -> dict:
     from coupjax.env import Env
     from coupjax.testing import sample_positions
-    from evals.bench_policy import time_policy
+    from evals.bench.policy import time_policy
 
     env = Env(4)
     first, *more = plan.search_batches

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 
 from coupjax.args import output_file
-from evals.bench_page import CHROMIUM_ARGS, free_port, wait_until_up
+from evals.bench.page import CHROMIUM_ARGS, free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
