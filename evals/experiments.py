@@ -42,6 +42,7 @@ import yaml
 
 from coupjax.args import Parser, fail, seconds
 from coupjax.seeds import TUNING_SEEDS
+from coupjax.yaml_file import read_yaml
 
 PROG = "python -m evals.experiments"
 QUICKSTART = "quickstart"
@@ -244,14 +245,7 @@ def _report(rep: dict, labels: list) -> dict:
 def load_config(path) -> ExperimentsConfig:
     """Read and validate an experiments config file (YAML); config files it names are
     looked up next to it, then among the shipped configs."""
-    p = Path(path)
-    if not p.is_file():
-        raise ExperimentsError(f"config file {str(p)!r} does not exist")
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ExperimentsError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-    return config_from_dict(raw or {}, p.parent)
+    return config_from_dict(read_yaml(path, ExperimentsError), Path(path).parent)
 
 
 # ------------------------------------------------------------------ the plan
@@ -454,7 +448,10 @@ def main(argv=None) -> int:
         fail(PROG, f"--out {str(out)!r} exists and is not a folder")
     saved = out / "experiments.yaml"
     if saved.is_file():
-        old = yaml.safe_load(saved.read_text())
+        try:
+            old = read_yaml(saved, ExperimentsError)
+        except ExperimentsError as err:
+            fail(PROG, err)
         new = cfg.to_dict()
         diff = sorted(k for k in set(old) | set(new) if k not in ("estimate", "report") and old.get(k) != new.get(k))
         if diff:

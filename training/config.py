@@ -46,6 +46,7 @@ from coupjax.paths import CONFIG_DIR
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
+from coupjax.yaml_file import read_yaml
 
 # The main job's embedded default (`python -m coupjax`, `make run`): the shipped
 # `configs/selfplay_cpu.yaml` (self-play PPO with a magnet and a learned belief) cut to 6
@@ -368,15 +369,6 @@ def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, f
     return pool
 
 
-def _read_yaml(p: Path):
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
-    try:
-        return yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-
-
 def _with_bases(raw, origin: Path | None, seen: tuple) -> dict:
     """``raw`` over its ``base`` chain: every key of the base files, each overridden by
     the files that name them."""
@@ -394,7 +386,7 @@ def _with_bases(raw, origin: Path | None, seen: tuple) -> dict:
     if path.resolve() in seen:
         _fail(f"config key 'base': {name!r} names itself through its bases "
               f"({' -> '.join(p.stem for p in (*seen, path.resolve()))})")
-    return {**_with_bases(_read_yaml(path), path.parent, (*seen, path.resolve())), **data}
+    return {**_with_bases(read_yaml(path, ConfigError), path.parent, (*seen, path.resolve())), **data}
 
 
 def _base_file(name: str, origin: Path | None) -> Path:
@@ -409,7 +401,7 @@ def _base_file(name: str, origin: Path | None) -> Path:
 def read_config(path) -> dict:
     """A config file's keys with its ``base`` chain applied (not yet validated)."""
     p = Path(path)
-    return _with_bases(_read_yaml(p), p.parent, (p.resolve(),))
+    return _with_bases(read_yaml(p, ConfigError), p.parent, (p.resolve(),))
 
 
 def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:

@@ -46,12 +46,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
 from coupjax import rules
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from coupjax.policies.spec import PolicySpecError, describe_spec
 from coupjax.seeds import SeedError, check_report_seed
+from coupjax.yaml_file import read_yaml
 
 BELIEFS = ("exact", "coupvisor")
 
@@ -248,13 +247,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
 def load_config(path, seeds=None) -> EvalConfig:
     """Read and validate an eval config file (YAML); ``seeds``: instead of its seeds (the
     final report's held-out seeds)."""
-    p = Path(path)
-    if not p.is_file():
-        raise EvalConfigError(f"config file {str(p)!r} does not exist")
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise EvalConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-    if seeds is not None and isinstance(raw, Mapping):
+    raw = read_yaml(path, EvalConfigError)
+    if seeds is not None:
         raw = {**raw, "seeds": list(seeds)}
-    return config_from_dict(raw or {})
+    return config_from_dict(raw)
