@@ -46,7 +46,7 @@ from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
 from evals.lib.advisor.fit import fit_constants, params_dict, write_config
 from evals.lib.advisor.record import NUM_PLAYERS, record_conditions
-from evals.lib.advisor.score import evaluate, table
+from evals.lib.advisor.score import evaluate, metrics_text
 from evals.lib.advisor.variants import variant_table
 
 CONFIG = config_path("advisor.yaml")
@@ -119,7 +119,7 @@ def main(argv=None):
     result["meta"] = {"games_per_condition": args.games_per_condition, "seed": args.seed, "style": args.style,
                       "num_players": NUM_PLAYERS, "fit": bool(args.fit), "params": params_dict(params),
                       "seconds_play": round(t_play, 1), "seconds_total": round(t_all, 1)}
-    print(table(result))
+    print(metrics_text(result))
     print(f"play {t_play:.1f} s, total {t_all:.1f} s")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

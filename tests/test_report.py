@@ -26,10 +26,10 @@ from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.common import bluff_actions
+from evals.lib.play import condition_weights, draw_condition_tables
 from evals.report import decision_benchmark
 from evals.report.__main__ import main
 from evals.report.config import EvalConfigError, config_from_dict
-from evals.lib.play import condition_weights, draw_condition_tables
 from evals.report.suite import table_keys
 from training.rewards import RewardInputs, shaped
 

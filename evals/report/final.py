@@ -38,12 +38,13 @@ import re
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
-from evals.report.ledger_notes import repeat_notes
+from coupjax.yaml_file import read_yaml
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
+from evals.report.ledger_notes import repeat_notes
+from evals.report.markdown import markdown_table
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -72,7 +73,7 @@ def read_experiments(runs: Path) -> dict:
     if not path.is_file():
         raise FinalReportError(f"--runs {str(runs)!r} holds no experiments.yaml: train the runs first with "
                                "python -m evals.experiments --config configs/experiments.yaml")
-    return yaml.safe_load(path.read_text())
+    return read_yaml(path, FinalReportError)
 
 
 def units(exp: dict, runs: Path) -> dict:
@@ -267,11 +268,6 @@ def _f(x, d=3):
     return "-" if x is None else f"{x:.{d}f}"
 
 
-def _table(head, rows) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows] + [""]
-
-
 def _config_section(fin: dict) -> list[str]:
     lines = ["## Each config over its training seeds", "",
              f"Every unit in the same seat of the same {fin['games']:,} four-player tables per held-out seed "
@@ -286,7 +282,7 @@ def _config_section(fin: dict) -> list[str]:
         over = (f"{_f(c['win_rate'])} [{_f(c['ci95_low'])}, {_f(c['ci95_high'])}]" if c["training_seeds"] > 1
                 else f"{_f(c['win_rate'])} (one unit: a fixed policy, no training-seed interval)")
         rows.append([f"`{label}`", c["training_seeds"], over, per])
-    return lines + _table(["config", "training seeds", "win rate, mean over training seeds [95%]",
+    return lines + markdown_table(["config", "training seeds", "win rate, mean over training seeds [95%]",
                            "per training seed [95% over tables]"], rows)
 
 
@@ -415,7 +411,7 @@ def _exploit_section(fin: dict) -> list[str]:
                        f"{o['training_seeds']} training seeds ({o['runs']} runs)" if o["training_seeds"] > 1 else
                        f"{f}: mean {_f(o['mean'])} of {o['runs']} runs on one training seed (no interval)")
         rows.append([f"`{label}`", head + missing, per, "; ".join(fam)])
-    lines += _table(["config", "exploitability (maximum, no interval)", "max per training seed",
+    lines += markdown_table(["config", "exploitability (maximum, no interval)", "max per training seed",
                      "per family: mean over training seeds [95% t over them]"], rows)
     comps = exploit_comparisons(fin)
     if comps:

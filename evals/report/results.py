@@ -132,7 +132,7 @@ def ratings(mixed: dict, seed: int = 0) -> dict:
                 "games": games[x]} for x, r in rating.items()}
 
 
-def cross_table(cross: dict) -> dict:
+def cross_play_results(cross: dict) -> dict:
     if not cross:
         return {}
     labels = cross["labels"]
@@ -141,7 +141,7 @@ def cross_table(cross: dict) -> dict:
     return {"labels": labels, "win_rate": wr, "cells": cells}
 
 
-def advisor_table(cells: dict, conditions) -> dict:
+def advisor_results(cells: dict, conditions) -> dict:
     out = {}
     for cond in conditions:
         parts = [c for (cc, _), c in cells.items() if cc == cond]
@@ -186,7 +186,7 @@ def advice_paired(cells: dict, cfg, bases=None) -> dict:
     return out
 
 
-def reaction_table(cells: dict, cfg) -> dict:
+def reaction_results(cells: dict, cfg) -> dict:
     """label -> condition -> role -> counts and rates, from the ``reactions/{condition}`` cells."""
     return {label: {cond: cell[label] for cond, cell in cells.items() if label in cell}
             for label in cfg.reaction_policies if any(label in cell for cell in cells.values())}
@@ -229,18 +229,18 @@ def build(cfg, res: dict) -> dict:
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "advice_paired": advice_paired(res.get("advice", {}), cfg),
         "advice_paired_search": advice_paired(res.get("advice_search", {}), cfg, cfg.advice_search_bases),
-        "reaction_rates": reaction_table(res.get("reactions", {}), cfg),
+        "reaction_rates": reaction_results(res.get("reactions", {}), cfg),
         "exploit_probes": dict(res.get("probes", {})),
-        "by_players": by_players, "cross_play": cross_table(res["cross"]),
+        "by_players": by_players, "cross_play": cross_play_results(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
-        "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,
+        "advisor": advisor_results(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,
         "advisor_constants": advisor_constants(),
-        "scenarios": scenario_table(res["scenarios"]), "ablation": read_ablation(cfg.ablation),
+        "scenarios": scenario_results(res["scenarios"]), "ablation": read_ablation(cfg.ablation),
     }
     return _nan_to_none(out)
 
 
-def scenario_table(sc: dict) -> dict:
+def scenario_results(sc: dict) -> dict:
     if not sc:
         return {}
     out = {"scenarios": sc["scenarios"], "policies": {}, "advisors": {}}
