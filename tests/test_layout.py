@@ -67,6 +67,15 @@ def test_every_evals_module_has_a_room():
     assert children - named == set(), "give these a room in pyproject.toml's evals contract"
 
 
+def test_a_module_root_is_the_repository_root():
+    """``ROOT = Path(__file__).resolve().parents[N]`` counts folders: a module moved one
+    folder deeper (evals/bench_engine.py -> evals/bench/engine.py) must count one more."""
+    pattern = re.compile(r"^ROOT = Path\(__file__\)\.resolve\(\)\.parents\[(\d)\]", re.M)
+    wrong = [f"{p.relative_to(ROOT)}: parents[{m}]" for p in _sources(*PACKAGES)
+             for m in pattern.findall(p.read_text()) if p.resolve().parents[int(m)] != ROOT]
+    assert not wrong, wrong
+
+
 PUBLIC_UNDERSCORED = {"os._exit"}  # documented public API despite its underscore
 
 

@@ -42,7 +42,7 @@ from coupjax import console
 from coupjax.args import Parser, output_file, positive_int
 from coupjax.env import Env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON_BOT = ROOT / "examples" / "bots" / "simple_bot.py"
 
 

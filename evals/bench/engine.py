@@ -75,7 +75,7 @@ def log(msg: str) -> None:
 
 def load_ref_game():
     """``RefGame`` from ``tests/reference_model.py`` (loaded by path: ``tests`` is no package)."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "reference_model.py"
+    path = Path(__file__).resolve().parents[2] / "tests" / "reference_model.py"
     spec = importlib.util.spec_from_file_location("_coupjax_reference_model", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -27,7 +27,7 @@ from coupjax import console
 from coupjax.args import Parser, fail, output_file, positive_int
 
 PROG = "python -m evals.bench_processes"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:

@@ -38,7 +38,7 @@ from pathlib import Path
 from coupjax.args import output_file
 from evals.bench.page import CHROMIUM_ARGS, free_port, wait_until_up
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 ARENA_POLICIES = ("belief_ev", "honest", "random", "cautious")
 GYM_PROGRAM = """
