@@ -74,7 +74,9 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
         out["recommended"] = {"action": rec["action"], "text": say(rec["action"]), "source": rec["source"],
                               "value": row.get("value"), "se": row.get("se"), "close_call": rec["close_call"],
                               "settled": rec["settled"],
-                              "reasons": [words.reason(x, names, me, hand) for x in rec["reasons"]]}
+                              "reasons": ([words.statement(st, names, me, hand) for st in rec["statements"]]
+                                          if "statements" in rec else
+                                          [words.reason(x, names, me, hand) for x in rec["reasons"]])}
     if "search" in adv:
         out["values"] = [{"action": a["action"], "text": words.short(names, a["action"], me, hand), "value": a["value"], "se": a["se"],
                           "best_share": a["best_share"]} for a in adv["search"]["actions"]]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from coupjax import rules
+from coupjax.advice import statements
 
 ROLE_OF = {"tax": "duke", "exchange": "ambassador", "assassinate": "assassin", "steal": "captain"}
 
@@ -252,6 +253,13 @@ def _join(items: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ advice in plain words
+def statement(st: dict, names, me=None, hand=None) -> str:
+    """One typed reason of the advice (`coupjax.advice.statements`), checked before it
+    reached here, in the page's words: seats by name, actions as the value table says them."""
+    return statements.say(st, lambda s: who(names, s, me), lambda s: whose(names, s, me),
+                          lambda a: short(names, a, me, hand))
+
+
 _SEAT = re.compile(r"\b([Ss])eat (\d+)('s)?")
 _NAME = re.compile(r"(?<!\()\b(income|foreign_aid|tax|exchange|coup:\d|assassinate:\d|steal:\d|block:[a-z]+|"
                    r"reveal:\d|keep:[a-z+]+|challenge|pass)\b(?![ ]\()")
