@@ -32,7 +32,7 @@ from coupjax import rollout, rules
 from coupjax.advice.action_ev import EVParams, challenge_probs
 from coupjax.advice.explain import challenge_advice
 from coupjax.advice.recommend import TIE_SIGMAS, advice_params, recommend
-from coupjax.match import compiled
+from coupjax.match import Match, compiled
 from coupjax.observation import parse
 from coupjax.tracker import seat_report
 
@@ -221,3 +221,28 @@ def test_every_reason_is_a_fact_thousands():
     assert total >= 5000 and kinds == set(KINDS), (total, kinds)
     assert all(sum(c for (m, _), c in counts.items() if m == n) >= 500 for n in (2, 3, 4, 5, 6))
     assert not failures, msg
+
+
+def test_the_contessa_bluff_is_called_a_bluff():
+    """The issue's case: holding Captain and Assassin, assassinated by Ann, the search
+    prefers a Contessa block.  The reason used to be "You hold the blocking role"."""
+    n = 4
+    m = Match(n, seed=0, hands=[["captain", "assassin"], ["assassin", "duke"], ["duke", "captain"],
+                                ["ambassador", "contessa"]])
+    for name in ["income"] * 5 + ["assassinate:0", "pass", "pass"]:
+        m.play(name)
+    state, seat = m.state, 0
+    assert int(state.current_player) == seat
+    obs = np.asarray(_observe(n)(state, seat))
+    search = {"searched": True, "actions": [
+        {"action": a, "id": rules.action_id(a, seat, n), "value": v, "se": s}
+        for a, v, s in (("block:contessa", 0.26, 0.07), ("pass", -0.6, 0.05), ("challenge", -0.4, 0.05))]}
+    rec = recommend(obs, state.legal_action_mask, n, seat, search)
+    assert rec["action"] == "block:contessa"
+    view = jax.tree.map(np.asarray, parse(jnp.asarray(obs), n))
+    ch = challenge_advice(obs, n, params=advice_params(), observer_seat=seat)
+    assert check(rec, state, seat, n, view, ch, seat_report.beliefs(state, seat)) == []
+    bluff = [x for x in rec["reasons"] if x.startswith("A bluff")]
+    assert bluff == ["A bluff: you hold no Contessa. If seat 1 challenges, you are out (the lost challenge takes one "
+                     "card and the assassination the other); seat 1 challenges about 1 time in 5 (the advice's "
+                     "estimate from the challenges made so far)."], rec["reasons"]

@@ -246,11 +246,10 @@ def say(st: dict, who, whose, act) -> str:
         if st["cost"] == "out" and st["role"] == "contessa":
             cost = "you are out (the lost challenge takes one card and the assassination the other)"
         by = st["by"]
-        who_may = Who(by[0]) if len(by) == 1 else "Anyone"
+        who_may = who(by[0]) if len(by) == 1 else "anyone"
         how_often = (f"{who(by[0])} challenges" if len(by) == 1 else "someone challenges") + \
             f" about 1 time in {st['times']} (the advice's estimate from the challenges made so far)"
-        return (f"A bluff: you hold no {st['role'].capitalize()}. If {who_may.lower() if len(by) > 1 else who_may} "
-                f"challenges, {cost}; {how_often}.")
+        return f"A bluff: you hold no {st['role'].capitalize()}. If {who_may} challenges, {cost}; {how_often}."
     if k == "no_block":
         return (f"You hold no {_join([r.capitalize() for r in st['roles']], 'or')}: a block would be a bluff.")
     if k == "block_first":
