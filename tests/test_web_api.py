@@ -408,7 +408,7 @@ def test_card_loss_advice_names_the_cards_like_the_buttons(client):
     gid = g["id"]
     enter(client, gid, {"seat": 1, "action": "tax"})
     page = enter(client, gid, {"seat": 0, "action": "challenge", "bluff_caught": False})["game"]
-    assert page["prompt"] == "You must lose a card."
+    assert page["prompt"] == "You challenge Bea's Duke; Bea shows a Duke. You must lose a card."  # what led to it
     labels = [c["label"] for c in page["choices"]]
     assert labels == ["Lose your Assassin", "Lose your Contessa"]
     # the search advises a loss (here without the search, its answer's shape): said as the buttons say it

@@ -268,7 +268,7 @@ def say(st: dict, who, whose, act) -> str:
         if kind == "tax":
             return f"Tax brings 3 coins and cannot be blocked, only challenged: {coins}."
         if kind == "exchange":
-            return "An exchange draws 2 cards to keep the best 2 of them and your hand; it cannot be blocked."
+            return "An exchange draws 2 cards to keep the best 2 of them and your hand; no one can block it."
         if kind == "coup":
             return f"A coup cannot be blocked or challenged: {t} {'lose' if t == 'you' else 'loses'} a card; {coins}."
         if kind == "assassinate":

@@ -60,10 +60,12 @@ def after_passes(state, seat: int, responders: list[int]):
     return state if int(state.current_player) == seat and int(board.phase(state)) == rules.PH_REACT else None
 
 
-def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], style: str) -> dict | None:
+def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], style: str,
+             choices: list | None = None) -> dict | None:
     """The advice in sentences: ``recommended`` (the one recommendation: its action, source,
     reasons, close call and value), ``challenge`` (the claim's evidence, when there is a
-    claim to challenge; no call of its own) and ``values`` (the search's, in words)."""
+    claim to challenge; no call of its own) and ``values`` (the search's, in words).
+    With the page's ``choices``, the recommendation is named by its button's label."""
     if adv is None:
         return None
     say = lambda name: words.action(names, me, name, table, me, hand)  # noqa: E731
@@ -71,7 +73,8 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
     rec = adv.get("recommendation")
     if rec is not None:
         row = next((a for a in rec["alternatives"] if a["id"] == rec["action_id"]), {})
-        out["recommended"] = {"action": rec["action"], "text": say(rec["action"]), "source": rec["source"],
+        text = words.button(choices, rec["action"], me) or say(rec["action"])
+        out["recommended"] = {"action": rec["action"], "text": text, "source": rec["source"],
                               "value": row.get("value"), "se": row.get("se"), "close_call": rec["close_call"],
                               "settled": rec["settled"],
                               "reasons": ([words.statement(st, names, me, hand) for st in rec["statements"]]

@@ -11,7 +11,7 @@ window.coupjax = { timings: [], state: S };
 const $ = (sel, root = document) => root.querySelector(sel);
 const cap = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
 const fmt = (x, d = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
-const sign = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
+const sign = (x) => (x >= 0 ? "+" : "-") + Math.abs(x).toFixed(2);  // one minus sign: the ASCII one, as the words module
 const plural = (k, noun, many) => `${k} ${k === 1 ? noun : many || noun + "s"}`;
 const policyName = (p) => (S.info && S.info.policy_names && S.info.policy_names[p]) || p;
 
@@ -92,7 +92,7 @@ async function route() {
 }
 
 // A follow-up question open at a reload: the half-entered step is kept in the tab's session
-// and given back if the game is where it was, else the page says it was dropped.
+// and given back if the game has not moved since, else the page says the step was dropped.
 function pendingKey(g) { return `coupjax.pending.${g.id}`; }
 function keepPending() {
   const g = S.game;
@@ -207,7 +207,7 @@ function practiceForm() {
   return sec;
 }
 
-// A saved game's name for people: its players, or an upload's file name, or the name it was given.
+// A saved game's name for people: its players, or an upload's file name, or the name the player gave.
 function gameTitle(g) {
   const up = g.id.match(/^\d{8}-\d{6}-upload-(.+)-[0-9a-f]{4}$/);
   if (up) return up[1];
@@ -424,7 +424,7 @@ function adviceView(g, onRequest) {
   }
   if (w.values && w.values.length) {
     const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
-    const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, −1 loss … +1 win, ± standard error):"));
+    const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, -1 loss … +1 win, ± standard error):"));
     for (const v of w.values) {
       const left = 50 + (50 * Math.min(v.value, 0)) / top, width = (50 * Math.abs(v.value)) / top;
       tbl.append(h("div", { class: "val-row" }, h("span", { class: "val-name" }, v.text),

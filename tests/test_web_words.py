@@ -1,0 +1,51 @@
+"""One vocabulary (issue 43, point 2): prompts offer what the rules allow, a seat is
+"they", one minus sign, one way to name a bot, the advice names its button."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from coupjax.web import words as W
+
+WEB = Path(W.__file__).parent
+NAMES = ["Ann", "Bea", "Cal", "Dan"]
+
+
+def _react(main, target=None):
+    return {"done": False, "current_player": 2, "phase": "react", "actor": 1, "main_action": main, "target": target}
+
+
+def test_a_prompt_asks_only_what_the_rules_allow():
+    assert W.prompt(NAMES, _react("tax"), 0) == "Bea claims Duke: tax (+3). Any challenge?"
+    assert W.prompt(NAMES, _react("foreign_aid"), 0) == "Bea takes foreign aid (+2). Any block?"
+    assert W.prompt(NAMES, _react("steal", 0), 0).endswith("Any challenge or block?")
+    assert W.prompt(NAMES, _react("exchange"), 0).endswith("Any challenge?")
+
+
+def test_the_page_words_have_one_minus_sign_and_no_it_for_a_seat():
+    texts = {p.name: p.read_text() for p in [WEB / "words.py", *sorted((WEB / "static").iterdir())]}
+    texts["statements.py"] = Path(W.statements.__file__).read_text()
+    for name, text in texts.items():
+        assert "\u2212" not in text, f"{name}: a typographic minus beside the ASCII one"
+        assert not re.search(r"\bit (was|cannot|has|holds)\b", text), f"{name}: a seat called 'it'"
+
+
+def test_one_way_to_name_a_bot():
+    assert [W.policy_name(p) for p in ("best", "aggressive", "honest", "belief_ev")] == [
+        "Best", "Aggressive", "Honest", "Belief EV"]
+
+
+def test_the_advice_names_the_button():
+    choices = [{"label": "You challenge Bea's Ambassador block", "entry": {"seat": 0, "action": "challenge"}},
+               {"label": "You accept the block", "entry": {"action": "all_passed"}}]
+    assert W.button(choices, "pass", 0) == "You accept the block"
+    assert W.button(choices, "challenge", 0) == "You challenge Bea's Ambassador block"
+    assert W.button([{"label": "You pass", "action": "pass"}], "pass", 0) == "You pass"  # practice's choices
+
+
+def test_a_lost_challenge_says_what_was_shown():
+    ev = {"phase": "react", "seat": 2, "action": "challenge", "actor": 1, "main_action": "tax",
+          "challenge": {"seat": 1, "role": "duke", "bluff_caught": False}}
+    assert W.event(NAMES, ev, 0) == "Cal challenges Bea's Duke; Bea shows a Duke"
+    ev["challenge"]["bluff_caught"] = True
+    assert W.event(NAMES, ev, 0) == "Cal challenges Bea's Duke; Bea was caught bluffing: no Duke"
