@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import jax
 import jax.numpy as jnp
@@ -84,6 +85,12 @@ def fake_search(rng, mask, seat, n) -> dict:
                                            "value": float(v), "se": float(s)} for a, v, s in zip(ids, q, se)]}
 
 
+def on_page(x: float) -> float:
+    """A figure as the page shows it: kept to 4 places, then JavaScript's toFixed(2) (the
+    exact binary value, halves up)."""
+    return float(Decimal(round(float(x), 4)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
 def _value(row):
     return row.get("value", row.get("ev_coins"))
 
@@ -121,7 +128,7 @@ def check(rec: dict, state, seat: int, n: int, view, ch: dict, beliefs: list) ->
         s = seat if m.group(1) == "you" else int(m.group(1).split()[1])
         row = next((b for b in beliefs if b["seat"] == s), None)
         shown = row["exact"].get(m.group(2).lower()) if row else None
-        if shown is None or abs(float(m.group(3)) - round(shown, 2)) > 0.0051:
+        if shown is None or float(m.group(3)) != on_page(shown):
             bad.append(f"'{m.group(0)}' but the beliefs panel shows {shown}")
     probs = [float(x) for x in PROB.findall(HOLDS.sub("", text))]
     if probs:
@@ -134,7 +141,7 @@ def check(rec: dict, state, seat: int, n: int, view, ch: dict, beliefs: list) ->
             shown = claim.get("p_truth") if claim.get("role") == ch["role_name"] else (
                 row["exact"][ch["role_name"]] if row else None)
             for p in probs:
-                if shown is None or abs(p - round(shown, 2)) > 0.0051:
+                if shown is None or p != on_page(shown):
                     bad.append(f"probability {p:.2f} but the beliefs panel shows {shown} for "
                                f"seat {claimant}'s {ch['role_name']}")
     # 3. "1 time in N": N from the seat's challenge estimate
@@ -162,8 +169,9 @@ def check(rec: dict, state, seat: int, n: int, view, ch: dict, beliefs: list) ->
     if _value(chosen) is not None:
         better = [r for r in rows.values() if _value(r) is not None and _value(r) > _value(chosen) + 1e-9]
         if better:
-            top = max(better, key=_value)["action"]
-            said = [x for x in rec["reasons"] if top in x and re.search(r"\bbut\b|outweigh", x)]
+            tops = [r["action"] for r in better if _value(r) == max(map(_value, better))]  # any of the best
+            top = tops[0]
+            said = [x for x in rec["reasons"] if any(t in x for t in tops) and re.search(r"\bbut\b|outweigh", x)]
             own_reason = re.search(r"one-step value|probability|[Yy]ou hold|caught bluffing|accounted for", text)
             if not said or not (rec["settled"] or own_reason):
                 bad.append(f"{action} ({_value(chosen)}) is below {top} ({_value(rows[top])}) and no reason says why")

@@ -26,6 +26,7 @@ margin of its bar).
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal
 
 import numpy as np
 
@@ -49,8 +50,10 @@ def times_in(p: float) -> int:
 
 
 def shown(p) -> float:
-    """p as the page shows it: kept to 4 places (the beliefs' JSON), shown to 2."""
-    return round(round(float(p), 4), 2)
+    """p as the page shows it: kept to 4 places (the beliefs' JSON), shown to 2 as
+    JavaScript's toFixed does (the exact binary value, halves up: 0.125 -> 0.13, and
+    0.815, just under in binary, -> 0.81; Python's round would give 0.12 and 0.81)."""
+    return float(Decimal(round(float(p), 4)).quantize(Decimal("0.01"), ROUND_HALF_UP))
 
 
 def _rows(search) -> dict:
@@ -152,14 +155,15 @@ def build(res: dict, search, seat: int, n: int, mask, source: str) -> list[dict]
             out.append(dict(kind="search", action=chosen, value=row["value"], se=row["se"],
                             close=bool(res["close_call"])))
         tied = [name(a) for a in np.flatnonzero(res["tied"]) if int(a) in rows]
+        by_advice = source == "search, tie broken by the advice"
         if bool(res["close_call"]):
-            out.append(dict(kind="tie", actions=tied, action=chosen))
+            out.append(dict(kind="tie", actions=tied, action=chosen, by="advice" if by_advice else "search"))
         if row is not None and best["value"] > row["value"]:
             why = "fact" if bool(res["settled"]) else "tie"
             out.append(dict(kind="override", action=chosen, better=best["action"], value=row["value"],
                             se=row["se"], better_value=best["value"], better_se=best["se"], why=why))
-            if why == "tie" and source == "search, tie broken by the advice" and int(view["phase"]) == rules.PH_ACTION:
-                out.append(one_step(action))
+        if by_advice and int(view["phase"]) == rules.PH_ACTION and not any(x["kind"] == "one_step" for x in out):
+            out.append(one_step(action))  # the advice's own reason, which decided the tie
         if own >= 0 and own != action and not bool(res["settled"]):
             out.append(dict(kind="search_over", advice=name(own), action=chosen))
     elif bool(res["close_call"]) and bool(c["decision"]):
@@ -291,8 +295,10 @@ def say(st: dict, who, whose, act) -> str:
         lead = "within noise of another choice" if st["close"] else "ahead of every other choice by more than its noise"
         return f"The search values {act(st['action'])} at {_sign(st['value'])} ± {st['se']:.2f}, {lead}."
     if k == "tie":
-        return (f"Close call: {_join([act(a) for a in st['actions']])} are within noise of each other in the "
-                "search, so the advice's reason decides.")
+        head = f"Close call: {_join([act(a) for a in st['actions']])} are within noise of each other in the search"
+        if st.get("by") == "search":
+            return f"{head}: any of them is about as good, and the highest value is recommended."
+        return f"{head}, so the advice's reason decides."
     if k == "override":
         diff = (f"The search gives {act(st['better'])} a higher value ({_sign(st['better_value'])} ± "
                 f"{st['better_se']:.2f} against {_sign(st['value'])} ± {st['se']:.2f})")

@@ -18,6 +18,7 @@ import functools
 import numpy as np
 
 from coupjax import rules
+from coupjax.advice.statements import shown
 from coupjax.game import board
 from coupjax.game import deal
 from coupjax.match import compiled
@@ -92,8 +93,10 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
         else:
             side = "below" if ch["p_truth"] < ch["theta"] else "above"
             why = (f"{words.whose(names, claimant, me).capitalize() if claimant == me else words.whose(names, claimant, me)} "
-                   f"{role} claim is true with probability {ch['p_truth']:.2f}, "
-                   f"{side} the {ch['theta']:.2f} at which a challenge pays ({style} style)")
-        out["challenge"] = {"p_truth": ch["p_truth"], "theta": ch["theta"], "impossible": ch["impossible"],
+                   f"{role} claim is true with probability {shown(ch['p_truth']):.2f}, "
+                   f"{side} the {shown(ch['theta']):.2f} at which a challenge pays ({style} style)")
+        # the figures as the beliefs panel keeps them (4 places), so that the page shows the reasons' 2
+        out["challenge"] = {"p_truth": round(ch["p_truth"], 4), "theta": round(ch["theta"], 4),
+                            "impossible": ch["impossible"],
                             "sentence": why + ".", "explanation": words.why_in_full(ch, names, me, claimant, style)}
     return out

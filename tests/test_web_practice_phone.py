@@ -1,0 +1,60 @@
+"""Practice on a phone (issue 43, point 4): three different opponents chosen seat by seat
+in the form, and "Advice, please" with its answer on the first screen at a decision with
+10 options; a real server and headless Chromium (the driver of tests/test_web_browser.py)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.test_web_browser import PHONE, Server, browser, open_page, tap  # noqa: F401 - browser is a fixture
+
+OPPONENTS = {1: "honest", 2: "aggressive", 3: "random"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    games = tmp_path_factory.mktemp("practice-phone") / "games"
+    games.mkdir()
+    srv = Server(games, search=False)
+    yield srv
+    srv.stop()
+    shutil.rmtree(games, ignore_errors=True)
+
+
+def first_screen(page, selector) -> bool:
+    """The element's box lies within the phone's first screen, the page not scrolled."""
+    box = page.eval_on_selector(selector, "e => { const r = e.getBoundingClientRect(); "
+                                          "return [r.top + window.scrollY, r.bottom + window.scrollY]; }")
+    return page.evaluate("window.scrollY") == 0 and 0 <= box[0] and box[1] <= 844
+
+
+def test_practice_against_three_opponents_with_advice_on_the_first_screen(server, browser):
+    page = open_page(browser, server.url, PHONE)
+    page.select_option("#p-players", "4")
+    for seat, spec in OPPONENTS.items():
+        page.select_option(f"#p-policy-{seat}", spec)
+    page.fill("#p-name-2", "Cal Mc Coy")  # a name with spaces
+    tap(page, "#start-practice")
+    page.wait_for_selector("#prompt")
+    bots = page.locator(".seat .bot").all_text_contents()
+    assert bots == ["Bot: Honest", "Bot: Aggressive", "Bot: Random"], bots
+    assert "Cal Mc Coy" in page.text_content("#strip")
+    for _ in range(60):  # my decisions: income, then pass, until a main action with 10 options
+        if page.locator("#game-over").count():
+            pytest.fail("the match ended before a decision with 10 options")
+        acts = page.locator("[data-testid=choice]").evaluate_all("els => els.map(e => e.dataset.action)")
+        if len(acts) == 10 and "income" in acts:
+            break
+        pick = "income" if "income" in acts else "pass" if "pass" in acts else acts[0]
+        tap(page, f'[data-testid=choice][data-action="{pick}"]')
+    else:
+        pytest.fail("no decision with 10 options")
+    page.evaluate("window.scrollTo(0, 0)")
+    assert first_screen(page, "#ask-advice")
+    tap(page, "#ask-advice")
+    page.wait_for_selector("#recommended")
+    page.evaluate("window.scrollTo(0, 0)")
+    assert first_screen(page, "#recommended") and first_screen(page, "#reasons"), "the answer is below the fold"
+    assert page.text_content("#recommended b") in page.locator("[data-testid=choice]").all_text_contents()
+    assert page.errors == []
