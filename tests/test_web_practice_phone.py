@@ -1,13 +1,17 @@
-"""Practice on a phone (issue 43, point 4): three different opponents chosen seat by seat
-in the form, and "Advice, please" with its answer on the first screen at a decision with
-10 options; a real server and headless Chromium (the driver of tests/test_web_browser.py)."""
+"""Practice and saved games on a phone (issue 43, point 4): three different opponents
+chosen seat by seat in the form, and "Advice, please" with its answer on the first screen
+at a decision with 10 options; a game renamed with spaces, downloaded and uploaded back
+with its players' names.  A real server and headless Chromium (the driver of
+tests/test_web_browser.py)."""
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
-from tests.test_web_browser import PHONE, Server, browser, open_page, tap  # noqa: F401 - browser is a fixture
+from tests.test_web_browser import PHONE, Server, browser, open_page, start_table, tap  # noqa: F401 - a fixture
 
 OPPONENTS = {1: "honest", 2: "aggressive", 3: "random"}
 
@@ -57,4 +61,29 @@ def test_practice_against_three_opponents_with_advice_on_the_first_screen(server
     page.evaluate("window.scrollTo(0, 0)")
     assert first_screen(page, "#recommended") and first_screen(page, "#reasons"), "the answer is below the fold"
     assert page.text_content("#recommended b") in page.locator("[data-testid=choice]").all_text_contents()
+    assert page.errors == []
+
+
+def test_a_game_renamed_with_spaces_downloaded_and_uploaded_back_with_its_names(server, browser, tmp_path):
+    page = open_page(browser, server.url, PHONE)
+    start_table(page, ("duke", "captain"), first=0, names=["Ann", "Bea Li", "Cal"])
+    page.goto(server.url + "#/")
+    row = page.locator("#saved li", has_text="Ann, Bea Li, Cal").first
+    row.locator("button.rename").click()
+    assert page.input_value(".rename-input") == "Ann, Bea Li, Cal"  # the name the list shows
+    page.fill(".rename-input", "Friday night game #1")
+    tap(page, page.get_by_role("button", name="Save name"))
+    row = page.locator('#saved li[data-id="Friday-night-game-1"]')
+    assert row.locator(".g-name").text_content() == "Friday night game #1"
+    with page.expect_download() as dl:
+        row.get_by_role("link", name="Download Friday night game #1").click()
+    text = Path(dl.value.path()).read_text()
+    assert json.loads(text.splitlines()[0])["names"] == ["Ann", "Bea Li", "Cal"]
+    upload = tmp_path / "friday.jsonl"
+    upload.write_text(text)
+    page.set_input_files("#upload", str(upload))
+    page.wait_for_url("**/#/replay/**")
+    page.wait_for_selector("#strip")
+    strip = page.text_content("#strip")
+    assert "Bea Li" in strip and "Seat 1" not in strip, strip
     assert page.errors == []

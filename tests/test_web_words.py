@@ -49,3 +49,21 @@ def test_a_lost_challenge_says_what_was_shown():
     assert W.event(NAMES, ev, 0) == "Cal challenges Bea's Duke; Bea shows a Duke"
     ev["challenge"]["bluff_caught"] = True
     assert W.event(NAMES, ev, 0) == "Cal challenges Bea's Duke; Bea was caught bluffing: no Duke"
+
+
+def test_a_game_is_renamed_with_spaces_and_keeps_the_name(tmp_path):
+    from coupjax.web.store import GameStore
+
+    store = GameStore(tmp_path)
+    store.write("20261203-140912-table-a474", {"kind": "table", "names": NAMES}, ['{"type": "x"}'])
+    new = store.rename("20261203-140912-table-a474", "Friday night game #1")
+    assert new == "Friday-night-game-1"
+    row = next(r for r in store.list() if r["id"] == new)
+    assert row["title"] == "Friday night game #1" and row["names"] == NAMES
+    assert store.rename(new, "Ann, Bea, Cal, Dan") == "Ann-Bea-Cal-Dan"  # the name the list showed
+    for bad in ("../outside/evil", ".hidden", "a/b", "x.json", "", "a" * 101, "a\nb"):
+        try:
+            store.rename("Ann-Bea-Cal-Dan", bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} was taken as a name")

@@ -219,6 +219,7 @@ function practiceForm() {
 
 // A saved game's name for people: its players, or an upload's file name, or the name the player gave.
 function gameTitle(g) {
+  if (g.title) return g.title;
   const up = g.id.match(/^\d{8}-\d{6}-upload-(.+)-[0-9a-f]{4}$/);
   if (up) return up[1];
   if (/^\d{8}-\d{6}-(table|practice)-[0-9a-f]{4}$/.test(g.id) && g.names) return g.names.join(", ");
@@ -266,7 +267,7 @@ function savedGames() {
 }
 
 function renameForm(li, g) {
-  const input = h("input", { value: g.id, maxlength: 100, "aria-label": "New name (letters, digits, _ . -)", class: "rename-input" });
+  const input = h("input", { value: gameTitle(g), maxlength: 100, "aria-label": "New name (letters, digits, spaces, _ . - # , ! ? ' ( ) &)", class: "rename-input" });
   const save = async () => {
     try { await api("POST", `/api/games/${encodeURIComponent(g.id)}/rename`, { name: input.value.trim() }); route(); }
     catch (e) { toast(e.message); }
