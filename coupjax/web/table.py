@@ -268,8 +268,10 @@ class TableGame:
             if p == me:
                 for i, role in enumerate(t.own_hand()):
                     add(f"Lose your {words.title(role)}", {"seat": me, "action": f"reveal:{i}"}, kind="reveal")
-            else:
-                add(f"{names[p]} loses a card", {"seat": p, "action": "reveal"}, [self._reveal_ask(p)], "reveal")
+            else:  # one tap: the card they reveal (not one they were caught bluffing)
+                for o in self._reveal_ask(p, set(v["disproven"][p]))["options"]:
+                    add(f"{names[p]} reveals {o['label']}",
+                        {"seat": p, "action": "reveal", "reveals": [{"seat": p, "role": o["value"]}]}, kind="reveal")
         elif phase == "exchange":
             if p == me:
                 for a in ex["actions"]:

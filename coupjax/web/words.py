@@ -225,7 +225,8 @@ def prompt(names, v: dict, me=None) -> str:
         return f"{act}; {who(names, v['blocker'], me)} blocked with {title(v['block_role'])}. " \
                f"{_verb_cap(a == me, 'Does')} {who(names, a, me)} challenge the block?"
     if phase == "lose":
-        return f"{Who(names, p, me)} must lose a card."
+        return f"{Who(names, p, me)} must lose a card." + ("" if me is not None and p == me else
+                                                          " Which card did they reveal?")
     return f"{Who(names, p, me)} {verb(names, p, me, 'chooses')} the cards to keep."
 
 

@@ -502,7 +502,7 @@ function entryView(g, onRequest) {
   const opts = h("div", { class: "choices" });
   for (const c of g.choices) {
     const e = c.entry || {};
-    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
+    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, "data-role": e.reveals && e.reveals.length === 1 ? e.reveals[0].role : null, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
   }
   box.append(opts);
   return box;
