@@ -67,3 +67,21 @@ def test_a_game_is_renamed_with_spaces_and_keeps_the_name(tmp_path):
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} was taken as a name")
+
+
+def test_every_table_size_is_compiled_in_the_background_default_first():
+    """issue 43 point 5: after the default size, the others, one at a time; a size the
+    form names first jumps the queue and is not compiled twice."""
+    import threading
+
+    from coupjax.web.readiness import Readiness
+
+    compiled, gate = [], threading.Event()
+    r = Readiness(False, table=lambda n: compiled.append(n) or (gate.wait(5) if n == 4 else None),
+                  advice=lambda tracker, search: None)
+    thread = r.ensure_all()
+    r.ensure(6)  # the start form names 6 players while 4 compiles
+    gate.set()
+    thread.join(30)
+    assert not thread.is_alive() and sorted(compiled) == [2, 3, 4, 5, 6] and compiled[0] == 4
+    assert compiled.index(6) < compiled.index(5) and all(v["ready"] for v in r.status().values())
