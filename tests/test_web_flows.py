@@ -128,7 +128,7 @@ def test_practice_match_to_the_end(server, browser):
             break
         if not asked:
             tap(page, "#ask-advice")
-            assert page.locator("#advice #recommended").count() == 1
+            assert page.locator("#ask #recommended").count() == 1
             asked = True
         tap(page, page.locator("[data-testid=choice]").first)
     assert page.locator("#game-over").count() == 1
