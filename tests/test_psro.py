@@ -140,3 +140,34 @@ def test_two_iterations_on_coup_then_a_resume_that_trains_nothing(tmp_path, caps
     assert (run / "iteration_1" / "summary.json").stat().st_mtime == before
     with pytest.raises(Exception, match="not empty"):
         psro.run_psro(cfg, run, use_wandb=False)
+
+
+TINY_DQN = {"base": "dqn_cpu", "num_envs": 4, "batch_size": 8, "buffer_size": 64, "warmup_steps": 8,
+            "updates_per_chunk": 6, "target_update_steps": 3, "hidden_sizes": [8], "epsilon_decay_steps": 10,
+            "num_chunks": 1}
+
+
+@pytest.mark.slow
+def test_the_league_with_exploiters_trains_its_passes_and_loads_as_a_run(tmp_path):
+    """Two passes of a tiny learner with a tiny DQN exploiter between them: the second
+    pass seats the exploiter at its weight, from the first pass's initial state."""
+    import yaml
+
+    from coupjax.inference import load_policy
+    from training.exploiter_league import load_exploiter_league_config, run_exploiter_league
+
+    (tmp_path / "dqn.yaml").write_text(yaml.safe_dump(TINY_DQN))
+    (tmp_path / "league.yaml").write_text(yaml.safe_dump({
+        "algo": "exploiter_league", "learner_set": TINY_ORACLE, "exploiter": str(tmp_path / "dqn.yaml")}))
+    cfg = load_exploiter_league_config(tmp_path / "league.yaml", ["seed=5"])
+    run = tmp_path / "league"
+    summary = run_exploiter_league(cfg, run, use_wandb=False, quiet=True)
+    assert summary["chunks_done"] == 2 and summary["exploiters"] == ["exploiter_1"]
+    first = json.loads((run / "pass_1" / "config.json").read_text())
+    second = json.loads((run / "pass_2" / "config.json").read_text())
+    exploiter = json.loads((run / "exploiter_1" / "config.json").read_text())
+    assert first["seed"] == second["seed"] == 5 and exploiter["seed"] == 5001
+    assert exploiter["opponents"] == str((run / "pass_1").resolve())
+    assert second["opponents"] == {**first["opponents"], str((run / "exploiter_1").resolve()): 2.0}
+    assert load_policy(run).info["kind"] == "selfplay"
+    assert json.loads((run / "summary.json").read_text())["chunks_done"] == 2

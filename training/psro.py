@@ -321,7 +321,8 @@ def run_psro(cfg: PSROConfig, run_dir, resume: bool = False, use_wandb: bool = T
 
 # ------------------------------------------------------------------ CLI
 def main(argv=None) -> int:
-    from coupjax.args import Parser, fail
+    from coupjax.args import Parser, fail, positive_int
+    from coupjax.devices import use_host_cores
     from training.runs import RunDirError
 
     prog = "python -m training.psro"
@@ -332,12 +333,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     ap.add_argument("--quiet", action="store_true", help="no progress bars; JSON lines of figures")
+    ap.add_argument("--host-devices", type=positive_int, default=None,
+                    help="on a CPU, XLA devices to split it into for the data-parallel step "
+                         "(default: one per core, as training.train; coupjax.devices)")
     args = ap.parse_args(argv)
     try:
         cfg = load_psro_config(args.config, args.set)
         check_psro_dir(args.run_dir, cfg, args.resume)
     except (ConfigError, RunDirError) as err:
         fail(prog, err)
+    use_host_cores(args.host_devices)  # before JAX starts its backends, as training.train
     os.environ.setdefault("WANDB_MODE", "offline")
     state = run_psro(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
     print(f"PSRO: {len(state['iterations'])} iterations in {state['wall_seconds']:.0f} s; meta-strategy "
