@@ -101,10 +101,14 @@ def test_the_shipped_plan(capsys, tmp_path):
         for s in cfg.training_seeds:
             assert f"train/{label}/seed_{s}" in text
     assert experiments.training_config(cfg, "main_job", 22).num_chunks == 6  # the main job's cut, on a fresh seed
-    # equal compute: PSRO's two passes of updates (training.psro), in one self-play run
-    psro = experiments.training_config(cfg, "selfplay_psro_cpu", 22)
+    # equal compute: the league with exploiters' two passes of updates (training.exploiter_league)
+    from training.exploiter_league import learner_config
+
+    league = experiments.training_config(cfg, "selfplay_psro_cpu", 22)
     twice = experiments.training_config(cfg, "selfplay_cpu_2x", 22)
-    assert twice.num_chunks * twice.updates_per_chunk == psro.num_chunks * psro.updates_per_chunk
+    assert league.seed == 22 and learner_config(league).seed == 22
+    assert twice.num_chunks * twice.updates_per_chunk == experiments.planned_chunks(league) * \
+        learner_config(league).updates_per_chunk
     assert ("selfplay_psro_cpu", "selfplay_cpu_2x") in {tuple(p) for p in cfg.report["pairs"]}
 
 

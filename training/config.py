@@ -168,12 +168,6 @@ class SelfPlayConfig:
     snapshot_every: int = key(25, POSITIVE)  # updates between two snapshots
     table_concentration: float = key(0.0, NONNEGATIVE)  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
     pool_margin: float = key(0.0, NONNEGATIVE)  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
-    # --- PSRO in the run (training.psro): a frozen DQN best response to the network joins the pool
-    psro_every: int = key(0, NONNEGATIVE)  # k > 0: after every k-th chunk but the last; 0: never
-    psro_weight: float = key(2.0, POSITIVE)  # each best response's pool weight (beside the opponents' weights)
-    psro_budget: int = key(0, NONNEGATIVE)  # the DQN's training chunks; 0: psro_config's num_chunks
-    psro_config: str = "dqn_cpu.yaml"  # the DQN config: a YAML file or a shipped config's name
-    psro_reset: bool = False  # true: after each iteration the run starts again from its initial state
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
     gamma: float = key(0.995, UNIT)  # per own decision
     gae_lambda: float = key(0.9, UNIT)
@@ -265,6 +259,13 @@ def _check_value(name: str, value, cls) -> Any:
     return value
 
 
+def checked_values(cls, data: Mapping) -> dict:
+    """``data``'s values checked and normalised as the fields of the config dataclass
+    ``cls`` (their `key` ranges and choices): the outer loops' configs (`training.psro`,
+    `training.exploiter_league`) are checked by the same rules as the algorithms'."""
+    return {k: _check_value(k, v, cls) for k, v in data.items()}
+
+
 def config_from_dict(raw: Mapping, overrides=(), origin: Path | None = None) -> DQNConfig | BCConfig | SelfPlayConfig:
     """Validate a mapping (plus ``key=value`` overrides) into a frozen config.  A
     ``base`` key is resolved first (module doc); ``origin`` is the folder a relative
@@ -309,19 +310,6 @@ def _check_cross(cfg) -> None:
                   f"({cfg.num_envs * cfg.rollout_steps})")
         if cfg.export_seed >= cfg.num_seeds:
             _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
-        if cfg.psro_every > 0:
-            if cfg.num_seeds != 1:  # the league's pool is shared by the seeds; a best response is one seed's
-                _fail(f"config key 'psro_every' needs num_seeds 1 (one best response per network), "
-                      f"got num_seeds {cfg.num_seeds}")
-            try:
-                dqn = load_config(config_file(cfg.psro_config))
-            except ConfigError as err:
-                _fail(f"config key 'psro_config': {err}")
-            if dqn.algo != "dqn":
-                _fail(f"config key 'psro_config' must name a DQN config, got algo {dqn.algo!r}")
-            if cfg.psro_reset and cfg.num_chunks % cfg.psro_every:
-                _fail(f"config key 'psro_reset' needs num_chunks ({cfg.num_chunks}) to be a multiple of "
-                      f"psro_every ({cfg.psro_every}): every pass is psro_every chunks")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
@@ -410,7 +398,7 @@ def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
 
 
 def config_file(name) -> Path:
-    """The config file ``name`` names (``psro_config``, ``evals.exploit --config``): a file,
+    """The config file ``name`` names (``evals.exploit --config``, a PSRO run's ``oracle``): a file,
     else the shipped config of that name."""
     p = Path(name)
     if p.is_file():
