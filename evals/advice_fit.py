@@ -24,8 +24,8 @@ from coupjax.env import Env
 from coupjax.policies.advised import make_advised
 from coupjax.policies.pools import CONDITIONS
 from coupjax.seeds import SeedError, check_tuning_seed
-from evals.compare import play_paired
-from evals.report.stats import paired_bootstrap
+from evals.lib.paired import play_paired
+from evals.lib.stats import paired_bootstrap
 
 PROG = "python -m evals.advice_fit"
 ALPHAS = (0.05, 0.1, 0.2, 0.35, 1.0)

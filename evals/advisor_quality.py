@@ -5,15 +5,15 @@
     python -m evals.advisor_quality --seat-table 2000 --seed 3 --alphas 0.2,0.5   # belief_ev at the seat table
     python -m evals.advisor_quality --seat-table 2000 --seed 1001 --alphas 0.2,0.5,1.0 --tune
 
-Three stages, one module each under `evals.advisor`:
+Three stages, one module each under `evals.lib.advisor`:
 
-* `evals.advisor.record` plays 4-player games of the scripted bots, seats drawn per
+* `evals.lib.advisor.record` plays 4-player games of the scripted bots, seats drawn per
   game from each condition (aggressive_heavy, honest_heavy), and records every
   challengeable claim ONCE, from the seat with the first chance to challenge it, with
   its ground truth (bluff or not) read by the recorder only;
-* `evals.advisor.score` runs the advisor on the recorded observations and computes
+* `evals.lib.advisor.score` runs the advisor on the recorded observations and computes
   the metrics;
-* `evals.advisor.fit` (``--fit``) fits the advisor's constants on the records and
+* `evals.lib.advisor.fit` (``--fit``) fits the advisor's constants on the records and
   writes configs/advisor.yaml.
 
 Output JSON: per condition, for ``coupvisor`` and ``exact`` (each through its fitted
@@ -30,7 +30,7 @@ printed figures are in-sample: the fitting games).
 ``--seat-table GAMES`` instead seats each pool policy (the scripted bots and
 belief_ev) and, with ``--alphas a,b``, belief_ev variants challenging with those
 alphas, in one seat of GAMES tables against three pool opponents, in the arena
-(`evals.advisor.variant_tables`).  It is a report (tuning seeds refused); ``--tune``
+(`evals.lib.advisor.variants`).  It is a report (tuning seeds refused); ``--tune``
 marks a run that chooses belief_ev's PLAY_OVERRIDES, accepted only on a tuning seed.
 """
 from __future__ import annotations
@@ -44,10 +44,10 @@ from coupjax.advice import challenge
 from coupjax.args import Parser, output_file
 from coupjax.paths import config_path
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed, check_tuning_seed
-from evals.advisor.fit import fit_constants, params_dict, write_config
-from evals.advisor.record import NUM_PLAYERS, record_conditions
-from evals.advisor.score import evaluate, table
-from evals.advisor.variant_tables import variant_table
+from evals.lib.advisor.fit import fit_constants, params_dict, write_config
+from evals.lib.advisor.record import NUM_PLAYERS, record_conditions
+from evals.lib.advisor.score import evaluate, metrics_text
+from evals.lib.advisor.variants import variant_table
 
 CONFIG = config_path("advisor.yaml")
 
@@ -119,7 +119,7 @@ def main(argv=None):
     result["meta"] = {"games_per_condition": args.games_per_condition, "seed": args.seed, "style": args.style,
                       "num_players": NUM_PLAYERS, "fit": bool(args.fit), "params": params_dict(params),
                       "seconds_play": round(t_play, 1), "seconds_total": round(t_all, 1)}
-    print(table(result))
+    print(metrics_text(result))
     print(f"play {t_play:.1f} s, total {t_all:.1f} s")
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))

@@ -9,7 +9,8 @@ runs) lists training configs by label and fresh training seeds (never a tuning s
 machine (the config's ``estimate`` rates; a finished item shows its measured time):
 
 * ``train/LABEL/seed_S``: `training.train.run_training` of the config with ``seed = S``
-  into ``DIR/train/LABEL/seed_S`` (a run directory: checkpoints, export, summary.json);
+  into ``DIR/train/LABEL/seed_S`` (a run directory: checkpoints, export, summary.json;
+  a league with exploiters, `training.exploiter_league`, trains its passes inside it);
 * ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
   (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
   record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
@@ -42,6 +43,7 @@ import yaml
 
 from coupjax.args import Parser, fail, seconds
 from coupjax.seeds import TUNING_SEEDS
+from coupjax.yaml_file import read_yaml
 
 PROG = "python -m evals.experiments"
 QUICKSTART = "quickstart"
@@ -140,7 +142,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
                 resolved[label] = str(path.resolve())
         except ConfigError as err:
             _fail(f"config key configs.{label}: {err}")
-        if cfg.algo not in ("dqn", "selfplay"):
+        if cfg.algo not in ("dqn", "selfplay", "exploiter_league"):
             _fail(f"config key configs.{label}: {cfg.algo} runs are not trained in chunks")
     ex = dict(raw.get("exploit") or {})
     _known("exploit", ex, EXPLOIT_KEYS)
@@ -161,9 +163,24 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
 
 
 def _load(path: Path, overrides):
-    from training.config import load_config
+    """A training config: an algorithm's (`training.config`), or a league with
+    exploiters' (`training.exploiter_league`, ``algo: exploiter_league``)."""
+    from training.config import load_config, read_config
 
+    if read_config(path).get("algo") == "exploiter_league":
+        from training.exploiter_league import load_exploiter_league_config
+
+        return load_exploiter_league_config(path, overrides)
     return load_config(path, overrides)
+
+
+def planned_chunks(tc) -> int:
+    """The chunks a finished run of ``tc`` has done (a league's: every pass's)."""
+    if tc.algo == "exploiter_league":
+        from training.exploiter_league import total_chunks
+
+        return total_chunks(tc)
+    return tc.num_chunks
 
 
 def _exploit(ex: dict, labels: list) -> dict:
@@ -244,14 +261,7 @@ def _report(rep: dict, labels: list) -> dict:
 def load_config(path) -> ExperimentsConfig:
     """Read and validate an experiments config file (YAML); config files it names are
     looked up next to it, then among the shipped configs."""
-    p = Path(path)
-    if not p.is_file():
-        raise ExperimentsError(f"config file {str(p)!r} does not exist")
-    try:
-        raw = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ExperimentsError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-    return config_from_dict(raw or {}, p.parent)
+    return config_from_dict(read_yaml(path, ExperimentsError), Path(path).parent)
 
 
 # ------------------------------------------------------------------ the plan
@@ -290,29 +300,28 @@ class Item:
 
 
 def _train_estimate(tc, est: dict) -> float:
-    from training.psro import iteration_chunks
+    if tc.algo == "exploiter_league":  # its passes, and a DQN best response between two
+        from training.config import config_file, load_config as load
+        from training.exploiter_league import learner_config
 
+        ex = load(config_file(tc.exploiter))
+        chunks = tc.exploiter_budget or ex.num_chunks
+        return (tc.passes * _train_estimate(learner_config(tc), est) + (tc.passes - 1)
+                * (est["compile_seconds"] + chunks * ex.updates_per_chunk * ex.num_envs
+                   / est["best_response_transitions_per_second"]))
     if tc.algo == "dqn":
         work = tc.num_chunks * tc.updates_per_chunk * tc.num_envs
         secs = est["compile_seconds"] + work / est["dqn_transitions_per_second"]
     else:
         work = tc.num_chunks * tc.updates_per_chunk * tc.num_envs * tc.rollout_steps * tc.num_seeds
         secs = est["compile_seconds"] + work / est["selfplay_env_steps_per_second"]
-        iters = len(iteration_chunks(tc))
-        if iters:  # each PSRO iteration trains a DQN best response (psro_config at psro_budget)
-            from training.config import config_file, load_config as load
-
-            br = load(config_file(tc.psro_config))
-            chunks = tc.psro_budget or br.num_chunks
-            secs += iters * (est["compile_seconds"] + chunks * br.updates_per_chunk * br.num_envs
-                             / est["best_response_transitions_per_second"])
     return secs + (tc.eval_games / est["tables_per_second"] if tc.eval_games else 0.0)
 
 
 def _exploit_estimate(cfg: ExperimentsConfig, family: str, est: dict) -> float:
     from evals.exploit import DEFAULT_CONFIG, search_curve_worlds
     from training.config import config_file, load_config as load
-    from training.psro import PPO_CONFIG
+    from training.best_response import PPO_CONFIG
 
     games = cfg.exploit["games"]
     if family in ("dqn", "dqn4x"):
@@ -348,7 +357,7 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
             tc = training_config(cfg, label, s)
             p = run_dir(out, label, s)
             it = Item(f"train/{label}/seed_{s}", "train", label, s, p, _train_estimate(tc, cfg.estimate))
-            if _finished_run(p, tc.num_chunks):
+            if _finished_run(p, planned_chunks(tc)):
                 it.state = "done"
                 it.measured = json.loads((p / "summary.json").read_text()).get("wall_seconds")
             elif (p / "checkpoints").is_dir() and any((p / "checkpoints").iterdir()):
@@ -391,12 +400,17 @@ def describe_plan(items: list[Item]) -> str:
 
 
 # ------------------------------------------------------------------ running it
-def run_item(cfg: ExperimentsConfig, out: Path, it: Item, use_wandb: bool = True, quiet: bool = True, log=None) -> None:
+def run_item(cfg: ExperimentsConfig, out: Path, it: Item, use_wandb: bool = True, quiet: bool = True) -> None:
     """Run one item of the plan (module doc): train or resume a run, or fit one best response."""
     if it.kind == "train":
         from training.train import run_training
 
         tc = training_config(cfg, it.label, it.seed)
+        if tc.algo == "exploiter_league":  # resumes pass by pass on its own
+            from training.exploiter_league import run_exploiter_league
+
+            run_exploiter_league(tc, it.path, use_wandb=use_wandb, quiet=quiet)
+            return
         resume = it.state == "cut"
         if not resume and it.path.exists():  # cut before its first checkpoint: nothing to resume
             shutil.rmtree(it.path)
@@ -407,7 +421,7 @@ def run_item(cfg: ExperimentsConfig, out: Path, it: Item, use_wandb: bool = True
     spec = str(run_dir(out, it.label, it.seed))
     ex = cfg.exploit
     rec = measure_family(it.family, spec, it.br_seed, games=ex["games"], overrides=ex["set"],
-                         ppo_overrides=ex["ppo_set"], search=ex["search"], log=log)
+                         ppo_overrides=ex["ppo_set"], search=ex["search"])
     rec.update(family=it.family, training_seed=it.seed, label=it.label)
     it.path.parent.mkdir(parents=True, exist_ok=True)
     tmp = it.path.with_suffix(".json.tmp")
@@ -454,7 +468,10 @@ def main(argv=None) -> int:
         fail(PROG, f"--out {str(out)!r} exists and is not a folder")
     saved = out / "experiments.yaml"
     if saved.is_file():
-        old = yaml.safe_load(saved.read_text())
+        try:
+            old = read_yaml(saved, ExperimentsError)
+        except ExperimentsError as err:
+            fail(PROG, err)
         new = cfg.to_dict()
         diff = sorted(k for k in set(old) | set(new) if k not in ("estimate", "report") and old.get(k) != new.get(k))
         if diff:
@@ -471,7 +488,6 @@ def main(argv=None) -> int:
     os.environ.setdefault("WANDB_MODE", "offline")
     out.mkdir(parents=True, exist_ok=True)
     saved.write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    log = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))  # noqa: E731
     t0 = time.time()
     for n, it in enumerate(items, 1):
         if it.state == "done":
@@ -479,7 +495,7 @@ def main(argv=None) -> int:
         print(f"[{n}/{len(items)}] {it.name} ({'resuming' if it.state == 'cut' else 'starting'}; "
               f"est. {seconds(it.estimate)})", flush=True)
         t1 = time.time()
-        run_item(cfg, out, it, use_wandb=not args.no_wandb, quiet=args.quiet, log=log)
+        run_item(cfg, out, it, use_wandb=not args.no_wandb, quiet=args.quiet)
         print(f"[{n}/{len(items)}] {it.name} done in {seconds(time.time() - t1)}", flush=True)
     summaries = exploit_summaries(cfg, out)
     (out / "exploit.json").write_text(json.dumps(summaries, indent=1))

@@ -18,7 +18,7 @@ seats drawn from the condition, default ``aggressive_heavy``, or all playing
   many of those without holding it; ``block_rate``.
 
 Rates are ratios of counts pooled over the tables (None where there was no
-opportunity).  The counting is `evals.report.reactions`; the report has a section of them.
+opportunity).  The counting is `evals.lib.reactions`; the report has a section of them.
 """
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ from coupjax.policies import PolicySpecError
 from coupjax.policies.pools import CONDITIONS
 from coupjax.policies.spec import describe_spec
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed
-from evals.report.paired import DEFAULT_CONDITION
-from evals.report.reactions import COUNTS, make_rate_runner, reaction_rates, reaction_tally, summarize
+from evals.lib.paired import DEFAULT_CONDITION
+from evals.lib.reactions import COUNTS, make_rate_runner, reaction_rates, reaction_tally, summarize
 
 PROG = "python -m evals.reaction_rates"
-# the counting lives in evals.report.reactions (the report counts with it too); its names stay importable here
+# the counting lives in evals.lib.reactions (the report counts with it too); its names stay importable here
 __all__ = ["COUNTS", "PROG", "main", "make_rate_runner", "reaction_rates", "reaction_tally", "render", "summarize"]
 
 

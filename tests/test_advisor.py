@@ -61,7 +61,7 @@ def test_the_fitted_constants_are_stored_once_and_are_the_defaults():
 
 
 def test_a_written_fit_round_trips_exactly(tmp_path):
-    from evals.advisor.fit import write_config
+    from evals.lib.advisor.fit import write_config
 
     path = tmp_path / "advisor.yaml"
     path.write_text(CONFIG.read_text())
@@ -321,7 +321,7 @@ def test_recorder_never_plays_its_padding_games():
     overflowed the held-out report's advisor cell (2,000 games padded to 5,000)."""
     from coupjax.env import Env
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     env = Env(N)
     recorder = QueueRecorder(env, [policies.make_policy(x, env) for x in SCRIPTED_NAMES], slots=16, games_per_call=40,

@@ -61,7 +61,7 @@ def test_runs_on_cpu_small_by_itself_and_writes_every_section(tmp_path):
 def test_a_failing_section_is_recorded_and_the_next_one_still_runs(tmp_path, monkeypatch):
     """The JSON is rewritten after every section: a section that raises leaves its error
     (and traceback) there, and the sections after it run and are written too."""
-    from evals import bench_gpu
+    from evals.bench import gpu as bench_gpu
 
     out = tmp_path / "cut.json"
     written_before_memory = []
@@ -88,7 +88,7 @@ def test_a_failing_section_is_recorded_and_the_next_one_still_runs(tmp_path, mon
 
 
 def test_bad_arguments_get_one_line_errors(capsys):
-    from evals import bench_gpu
+    from evals.bench import gpu as bench_gpu
 
     for argv, text in ((["--sections", "engine,gpus"], "unknown ['gpus']"), (["--budget", "0"], "--budget")):
         with pytest.raises(SystemExit) as exc:
@@ -98,7 +98,7 @@ def test_bad_arguments_get_one_line_errors(capsys):
 
 
 def test_the_engine_stops_growing_before_memory_or_time_runs_out():
-    from evals.bench_gpu import next_batch_verdict
+    from evals.bench.gpu import next_batch_verdict
 
     last = {"batch": 1000, "compile_s": 10.0, "wall_s": 12.0, "peak_bytes_per_game": 1000.0}
     assert next_batch_verdict(None, 4096, None, 0.0) is None  # the first size is always tried
@@ -118,8 +118,8 @@ OOM = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 123 bytes."
 def _fake_gpu(monkeypatch, bytes_limit, fail_at=None, error=OOM):
     """The engine section on a pretend GPU: `bench_batch` returns at once, its peak is
     100 bytes a game of the largest batch so far, and batch ``fail_at`` raises ``error``."""
-    from evals import bench_engine
-    from evals import bench_gpu
+    from evals.bench import engine as bench_engine
+    from evals.bench import gpu as bench_gpu
 
     calls, peak = [], [0]
 
@@ -186,7 +186,7 @@ def test_the_gpu_plan_is_valid_here():
     policy resolves."""
     from coupjax.env import Env
     from coupjax.policies import resolve_policy
-    from evals.bench_gpu import FULL, SMALL
+    from evals.bench.gpu import FULL, SMALL
     from training import dqn, selfplay
     from training.config import config_file, load_config
 

@@ -55,6 +55,27 @@ def test_every_module_has_a_place_in_the_layers():
     assert not unnamed, "give these modules a layer in pyproject.toml's layers contract:\n" + "\n".join(unnamed)
 
 
+def test_every_evals_module_has_a_room():
+    """The rooms contract (report above commands above benchmarks above the library)
+    names modules one by one: a new command or package under evals/ not named in it
+    could import the report unchecked."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    rooms = next(c for c in contracts if c.get("containers") == ["evals"])
+    named = {m.strip() for layer in rooms["layers"] for m in re.split(r"[|:]", layer)}
+    children = {p.stem for p in (ROOT / "evals").glob("*.py") if p.stem != "__init__"}
+    children |= {p.parent.name for p in (ROOT / "evals").glob("*/__init__.py")}
+    assert children - named == set(), "give these a room in pyproject.toml's evals contract"
+
+
+def test_a_module_root_is_the_repository_root():
+    """``ROOT = Path(__file__).resolve().parents[N]`` counts folders: a module moved one
+    folder deeper (evals/bench_engine.py -> evals/bench/engine.py) must count one more."""
+    pattern = re.compile(r"^ROOT = Path\(__file__\)\.resolve\(\)\.parents\[(\d)\]", re.M)
+    wrong = [f"{p.relative_to(ROOT)}: parents[{m}]" for p in _sources(*PACKAGES)
+             for m in pattern.findall(p.read_text()) if p.resolve().parents[int(m)] != ROOT]
+    assert not wrong, wrong
+
+
 PUBLIC_UNDERSCORED = {"os._exit"}  # documented public API despite its underscore
 
 

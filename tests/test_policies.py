@@ -256,7 +256,7 @@ def test_run_games_small(env):
 
 
 def test_bench_policy_times_every_spec_at_the_same_positions(tmp_path, capsys):
-    from evals import bench_policy
+    from evals.bench import policy as bench_policy
 
     out = bench_policy.main(["--policy", "random", "--positions", "3", "--out", str(tmp_path / "b.json")])
     assert list(out) == ["random"] and json.loads((tmp_path / "b.json").read_text()) == out

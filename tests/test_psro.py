@@ -1,114 +1,173 @@
-"""PSRO inside a self-play run (`training.psro`, the driver's between-chunk step): a tiny
-run fits a frozen DQN best response to its network after chunk 1, stops, and resumed from
-its checkpoint starts again (``psro_reset``) with the best response in its league for
-chunk 2.  (A resumed run equal to a straight one is `tests/test_selfplay.py`'s; one run
-here keeps the compiles to three.)"""
+"""PSRO around training (`training.psro`): the driver and the algorithm configs know
+nothing of it, the meta-solver finds known equilibria, a bad config is one line, and
+(slow) two iterations on Coup at tiny sizes, resumed without training again."""
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
-import yaml
 
-from coupjax.inference import read_export
-from training import checkpoint
 from training import psro
-from training.config import ConfigError, config_from_dict, config_to_dict, load_config
-from training.selfplay import make_train
-from training.train import run_training
+from training.config import CONFIG_CLASSES, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY_DQN = dict(num_envs=4, batch_size=8, buffer_size=64, warmup_steps=8, updates_per_chunk=6,
-                target_update_steps=3, hidden_sizes=[16], epsilon_decay_steps=10)
-TINY = dict(algo="selfplay", seed=5, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
-            updates_per_chunk=20, num_chunks=2, hidden_sizes=[16], belief_hidden_sizes=[16], num_snapshots=1,
-            snapshot_every=2, opponents={"random": 1, "honest": 1}, checkpoint_every=1, max_checkpoints=3,
-            export_temperature=0.0, psro_every=1, psro_budget=2, psro_weight=3.0, psro_reset=True)
+RPS = np.array([[0.0, -1.0, 1.0], [1.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])
+# biased rock-paper-scissors (OpenSpiel's): the equilibrium of [[0, -a, b], [a, 0, -c], [-b, c, 0]] is (c, b, a) / sum
+BIASED = np.array([[0.0, -0.25, 0.5], [0.25, 0.0, -0.05], [-0.5, 0.05, 0.0]])
+BIASED_NASH = np.array([1.0, 10.0, 5.0]) / 16
 
 
-def _same(a, b):
-    return jax.tree.all(jax.tree.map(lambda x, y: bool(np.array_equal(np.asarray(x), np.asarray(y))), a, b))
+# ------------------------------------------------------------------ the driver knows nothing of PSRO
+def test_the_training_driver_imports_nothing_of_psro_and_no_algorithm_config_has_a_psro_key():
+    tree = ast.parse((ROOT / "training" / "train.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {f"{node.module}.{a.name}" for a in node.names} | {node.module or ""}
+    assert not {m for m in imported if "psro" in m}, imported
+    loaded = subprocess.run([sys.executable, "-c", "import sys, training.train; print('training.psro' in sys.modules)"],
+                            capture_output=True, text=True, cwd=ROOT, check=True).stdout.strip()
+    assert loaded == "False"
+    for cls in CONFIG_CLASSES.values():
+        assert not [f.name for f in dataclasses.fields(cls) if f.name.startswith("psro")], cls.__name__
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """(config, the run's dir, the summary of its resumed part)."""
-    tmp = tmp_path_factory.mktemp("psro")
-    dqn = tmp / "tiny_dqn.yaml"
-    dqn.write_text(yaml.safe_dump({**yaml.safe_load((ROOT / "configs" / "dqn_cpu.yaml").read_text()), **TINY_DQN}))
-    cfg = config_from_dict({**TINY, "psro_config": str(dqn)})
-    first = run_training(cfg, tmp / "run", use_wandb=False, quiet=True, stop_after=1)
-    assert first["chunks_done"] == 1 and len(first["psro"]) == 1  # the iteration after chunk 1 came before the stop
-    summary = run_training(cfg, tmp / "run", resume=True, use_wandb=False, quiet=True)
-    assert summary["psro"] == first["psro"] and summary["psro_seconds"] == 0  # read back, not fitted again
-    return cfg, tmp / "run", summary
+# ------------------------------------------------------------------ the meta-solver
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_projected_replicator_dynamics_finds_the_rock_paper_scissors_equilibria(scale):
+    """The games as payoffs (zero-sum) and as win rates ((M + 1) / 2: constant-sum, half
+    the speed); the uniform mixture is the equilibrium of plain RPS only."""
+    for game, nash in ((RPS, np.full(3, 1 / 3)), (BIASED, BIASED_NASH)):
+        payoffs = scale * game + (1 - scale) * np.ones((3, 3))  # scale 0.5: (game + 1) / 2
+        x = np.asarray(psro.projected_replicator_dynamics(payoffs, steps=1_000_000, dt=0.01, gamma=1e-6))
+        np.testing.assert_allclose(x, nash, atol=5e-3)
+        assert psro.regret(payoffs, x) < 2e-3
+    assert psro.regret(BIASED, psro.uniform(BIASED)) > 0.08  # uniform is far from it
 
 
-def test_a_best_response_to_the_network_after_chunk_1_joins_the_league(runs):
-    cfg, run, summary = runs
-    assert psro.iteration_chunks(cfg) == [1] and summary["chunks_done"] == 2
-    (row,) = summary["psro"]
-    assert row["after_chunk"] == 1 and row["best_response_seed"] == 1000 * cfg.seed + 1 and row["seconds"] > 0
-    it = psro.iteration_dir(run, 1)
-    assert json.loads((it / psro.ITERATION_FILE).read_text()) == row
-    # the frozen copies the DQN trained against are the network as it was after chunk 1
-    host, _, done = checkpoint.restore_checkpoint(run / "checkpoints", make_train(cfg).abstract_state(), step=1)
-    agent = read_export(it)[1]
-    assert done == 1 and _same(agent, jax.tree.map(lambda v: v[0], host.params["policy"]))
-    br_info, br_params = read_export(psro.best_response_path(run, 1))
-    assert br_info["kind"] == "dqn" and br_info["config"]["opponents"] == str(it.resolve())
-    assert br_info["opponents"] == [str(it.resolve())] and br_info["config"]["num_chunks"] == 2
-    # chunk 2 seated it (pool weight psro_weight), and the final network moved on from chunk 1's
-    final_info, final = read_export(run)
-    br = "psro/chunk_1/best_response"  # inside the run directory: named relative to it, no machine's folder
-    assert final_info["config"]["opponents"] == {"random": 1.0, "honest": 1.0, br: 3.0}
-    assert br in final_info["league"] and not _same(final, agent) and str(run.resolve()) not in json.dumps(final_info)
-    assert summary["final"]["league/games_vs_psro/chunk_1/best_response"] > 0  # its label in the metrics
-    assert summary["final"]["step"] == cfg.updates_per_chunk  # chunk 2 was the first of a new pass
-    assert [h["step"] for h in summary["history"]] == [cfg.updates_per_chunk]  # the resumed call's chunk
-    assert json.loads((run / "config.json").read_text()) == config_to_dict(cfg)  # the run's own config, unchanged
+def test_the_meta_strategy_drops_a_dominated_member_and_uniform_keeps_it():
+    """Member 2 loses to everyone: the Nash approximation gives it (almost) nothing."""
+    payoffs = np.array([[0.25, 0.2, 0.6], [0.3, 0.25, 0.6], [0.1, 0.1, 0.25]])
+    prd = psro.meta_strategy(psro.psro_config_from_dict({}), payoffs)
+    assert prd.sum() == pytest.approx(1.0) and prd[2] < 1e-3 and prd[1] > 0.99  # 1 beats 0 and 2
+    np.testing.assert_allclose(psro.meta_strategy(psro.psro_config_from_dict({"meta_solver": "uniform"}), payoffs),
+                               np.full(3, 1 / 3))
 
 
-def test_an_iteration_goes_on_from_the_state_or_starts_again(runs):
-    """`iterate` on a finished iteration reads it back; the runner state carries over, or
-    with psro_reset is the run's initial one."""
-    cfg, run, summary = runs
-    (row,) = summary["psro"]
-    setup = make_train(cfg)
-    rs = setup.init(jax.random.PRNGKey(cfg.seed + 1))
-    for reset in (False, True):
-        c = config_from_dict({**config_to_dict(cfg), "psro_reset": reset})
-        new_setup, new_rs, got = psro.iterate(c, setup, rs, run, 1, make_train)
-        assert got == row and new_setup.league.names[-1] == str(psro.best_response_path(run, 1).resolve())
-        assert (new_rs is rs) != reset
-    assert _same(new_rs.params, new_setup.init(jax.random.PRNGKey(cfg.seed)).params)
-    assert not _same(rs.params, new_rs.params)
-    assert [psro.update_offset(cfg, c) for c in (0, 1, 2)] == [0, 20, 20]
-    assert psro.update_offset(config_from_dict({**TINY, "psro_reset": False}), 2) == 0
+# ------------------------------------------------------------------ configs
+def test_shipped_psro_config_loads():
+    cfg = psro.load_psro_config(ROOT / "configs" / "psro_cpu.yaml")
+    assert cfg.meta_solver == "prd" and cfg.iterations >= 2
+    oracle = psro.oracle_config(cfg, {"random": 0.75, "honest": 0.25, "bluffer": 1e-5}, 2)
+    assert oracle.algo == "selfplay" and oracle.opponents == {"random": 0.75, "honest": 0.25}  # a negligible share out
+    assert oracle.seed == 1000 * cfg.seed + 2 and (oracle.self_weight, oracle.snapshot_weight) == (0.0, 0.0)
 
 
-def test_league_config_and_missing_iterations(runs, tmp_path):
-    cfg, run, _ = runs
-    assert psro.league_config(cfg, run, 0) is cfg
-    carry_on = config_from_dict({**TINY, "num_chunks": 10, "psro_every": 4, "psro_reset": False})
-    assert psro.iteration_chunks(carry_on) == [4, 8]
-    assert psro.iteration_chunks(config_from_dict({**TINY, "psro_every": 0})) == []
-    with pytest.raises(FileNotFoundError, match="no best response for chunk 1"):
-        psro.read_iterations(tmp_path, cfg, 1)
+@pytest.mark.parametrize("text, words", [
+    ("algo: psro\nmeta_solvr: prd\n", "did you mean 'meta_solver'"),
+    ("algo: psro\nmeta_solver: nash\n", "'meta_solver' must be one of"),
+    ("algo: psro\noracle: nope.yaml\n", "config key 'oracle': no config file 'nope.yaml'"),
+    ("algo: psro\noracle: dqn_cpu.yaml\noracle_set: [lr=1]\n", "did you mean 'learning_rate'"),
+    ("algo: psro\noracle: advisor.yaml\n", "config key 'oracle'"),
+    ("algo: psro\ninitial: [no_such_bot]\n", "config key 'initial'"),
+    ("algo: psro\niterations: 0\n", "'iterations' must be > 0"),
+])
+def test_a_bad_config_is_one_line_and_exit_2(tmp_path, capsys, text, words):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    with pytest.raises(SystemExit) as info:
+        psro.main(["--config", str(bad), "--run-dir", str(tmp_path / "run"), "--no-wandb"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert info.value.code == 2 and len(err) == 1 and words in err[0], err
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError):
+        psro.load_psro_config(bad)
 
 
-def test_psro_config_errors_name_the_key(tmp_path):
-    with pytest.raises(ConfigError, match="'psro_every' needs num_seeds 1"):
-        config_from_dict({**TINY, "num_seeds": 2})
-    with pytest.raises(ConfigError, match="'psro_config': no config file 'nope.yaml'"):
-        config_from_dict({**TINY, "psro_config": "nope.yaml"})
-    with pytest.raises(ConfigError, match="'psro_config' must name a DQN config"):
-        config_from_dict({**TINY, "psro_config": "selfplay_cpu.yaml"})
-    with pytest.raises(ConfigError, match=r"'psro_reset' needs num_chunks \(3\) to be a multiple of psro_every \(2\)"):
-        config_from_dict({**TINY, "num_chunks": 3, "psro_every": 2})
-    with pytest.raises(ConfigError, match="'psro_weight' must be > 0"):
-        config_from_dict({**TINY, "psro_weight": 0})
-    assert load_config(ROOT / "configs" / "selfplay_cpu.yaml").psro_every == 0
+def test_the_league_with_exploiters_is_selfplay_cpu_twice():
+    """configs/selfplay_psro_cpu.yaml (the committed runs' config) is two passes of
+    selfplay_cpu.yaml with a DQN exploiter at weight 2 between them (training.exploiter_league)."""
+    from training.config import config_to_dict, load_config
+    from training.exploiter_league import learner_config, load_exploiter_league_config, total_chunks
+
+    cfg = load_exploiter_league_config(ROOT / "configs" / "selfplay_psro_cpu.yaml", ["seed=4"])
+    assert (cfg.passes, cfg.exploiter, cfg.exploiter_weight) == (2, "dqn_cpu.yaml", 2.0)
+    base = config_to_dict(load_config(ROOT / "configs" / "selfplay_cpu.yaml", ["seed=4"]))
+    assert config_to_dict(learner_config(cfg)) == base and total_chunks(cfg) == 2 * base["num_chunks"]
+    with pytest.raises(ConfigError, match="'exploiter' must name a DQN config"):
+        load_exploiter_league_config(ROOT / "configs" / "selfplay_psro_cpu.yaml", ["exploiter=selfplay_cpu.yaml"])
+
+
+# ------------------------------------------------------------------ two iterations on Coup
+TINY_ORACLE = ["num_envs=4", "rollout_steps=4", "num_minibatches=1", "num_epochs=1", "updates_per_chunk=1",
+               "num_chunks=1", "hidden_sizes=[8]", "belief_hidden_sizes=[8]", "num_snapshots=1", "pool_margin=0",
+               "checkpoint_every=1", "self_weight=0", "snapshot_weight=0"]
+
+
+@pytest.mark.slow
+def test_two_iterations_on_coup_then_a_resume_that_trains_nothing(tmp_path, capsys):
+    cfg = psro.psro_config_from_dict({"oracle": "selfplay_cpu.yaml", "oracle_set": TINY_ORACLE, "initial": ["random"],
+                                      "iterations": 2, "payoff_games": 8, "seed": 3})
+    run = tmp_path / "psro"
+    state = psro.run_psro(cfg, run, use_wandb=False, quiet=True)
+    assert state["population"] == ["random", "iteration_1", "iteration_2"]
+    payoffs, sigma = np.asarray(state["payoffs"]), np.asarray(state["meta_strategy"])
+    assert payoffs.shape == (3, 3) and ((payoffs >= 0) & (payoffs <= 1)).all()
+    assert sigma.shape == (3,) and sigma.sum() == pytest.approx(1.0) and (sigma > 0).all()
+    assert json.loads((run / psro.STATE_FILE).read_text())["payoffs"] == state["payoffs"]
+    # each oracle trained against the meta-strategy of the population before it, on its own seed
+    first, second = state["iterations"]
+    oracle_1 = json.loads((run / "iteration_1" / "config.json").read_text())
+    oracle_2 = json.loads((run / "iteration_2" / "config.json").read_text())
+    assert oracle_1["opponents"] == {"random": 1.0} and oracle_1["seed"] == 3001
+    members = ["random", str((run / "iteration_1").resolve())]
+    assert list(oracle_2["opponents"]) == members and oracle_2["seed"] == 3002
+    np.testing.assert_allclose(list(oracle_2["opponents"].values()), list(second["trained_against"].values()))
+    assert second["oracle_value"] == pytest.approx(payoffs[2, :2] @ np.asarray(list(oracle_2["opponents"].values())))
+    assert (run / "iteration_2" / "export" / "policy.json").is_file()
+    # resumed with one more iteration allowed: nothing is trained or played again for the first two
+    before = (run / "iteration_1" / "summary.json").stat().st_mtime
+    again = psro.run_psro(cfg, run, resume=True, use_wandb=False, quiet=True)
+    assert again["iterations"] == state["iterations"] and again["payoffs"] == state["payoffs"]
+    assert (run / "iteration_1" / "summary.json").stat().st_mtime == before
+    with pytest.raises(Exception, match="not empty"):
+        psro.run_psro(cfg, run, use_wandb=False)
+
+
+TINY_DQN = {"base": "dqn_cpu", "num_envs": 4, "batch_size": 8, "buffer_size": 64, "warmup_steps": 8,
+            "updates_per_chunk": 6, "target_update_steps": 3, "hidden_sizes": [8], "epsilon_decay_steps": 10,
+            "num_chunks": 1}
+
+
+@pytest.mark.slow
+def test_the_league_with_exploiters_trains_its_passes_and_loads_as_a_run(tmp_path):
+    """Two passes of a tiny learner with a tiny DQN exploiter between them: the second
+    pass seats the exploiter at its weight, from the first pass's initial state."""
+    import yaml
+
+    from coupjax.inference import load_policy
+    from training.exploiter_league import load_exploiter_league_config, run_exploiter_league
+
+    (tmp_path / "dqn.yaml").write_text(yaml.safe_dump(TINY_DQN))
+    (tmp_path / "league.yaml").write_text(yaml.safe_dump({
+        "algo": "exploiter_league", "learner_set": TINY_ORACLE, "exploiter": str(tmp_path / "dqn.yaml")}))
+    cfg = load_exploiter_league_config(tmp_path / "league.yaml", ["seed=5"])
+    run = tmp_path / "league"
+    summary = run_exploiter_league(cfg, run, use_wandb=False, quiet=True)
+    assert summary["chunks_done"] == 2 and summary["exploiters"] == ["exploiter_1"]
+    first = json.loads((run / "pass_1" / "config.json").read_text())
+    second = json.loads((run / "pass_2" / "config.json").read_text())
+    exploiter = json.loads((run / "exploiter_1" / "config.json").read_text())
+    assert first["seed"] == second["seed"] == 5 and exploiter["seed"] == 5001
+    assert exploiter["opponents"] == str((run / "pass_1").resolve())
+    assert second["opponents"] == {**first["opponents"], str((run / "exploiter_1").resolve()): 2.0}
+    assert load_policy(run).info["kind"] == "selfplay"
+    assert json.loads((run / "summary.json").read_text())["chunks_done"] == 2

@@ -13,7 +13,7 @@ from coupjax.env import Env
 from coupjax.policies.spec import resolve_policy
 from coupjax.seat_tables import game_keys, make_table_runner, seat_index
 from evals import reaction_rates as R
-from evals.report.paired import condition_tables
+from evals.lib.paired import condition_tables
 
 N = 4
 GAMES = 256

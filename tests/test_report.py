@@ -26,10 +26,10 @@ from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.common import bluff_actions
+from evals.lib.play import condition_weights, draw_condition_tables
 from evals.report import decision_benchmark
 from evals.report.__main__ import main
 from evals.report.config import EvalConfigError, config_from_dict
-from evals.report.play import condition_weights, draw_condition_tables
 from evals.report.suite import table_keys
 from training.rewards import RewardInputs, shaped
 
@@ -63,7 +63,7 @@ def run_report(root, matrix):
 
 @pytest.fixture(scope="module")
 def micro(tmp_path_factory):
-    from evals.report import probes
+    from evals.lib import probes
 
     with pytest.MonkeyPatch.context() as mp:  # two candidate probes, not twelve: the same cell, compiled smaller
         mp.setattr(probes, "PROBES", ("role_bluffer:duke:1", "aggressive"))
@@ -397,7 +397,7 @@ def test_queue_recorder_records_the_claims_it_recorded_before():
     """The claims of 50 games, pinned as the per-game reference loop (``make_recorder``,
     deleted) and the queue recorded them alike.  Quick twin: test_advisor_quality_small_run."""
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     env = Env(N)
     bots = [make_policy(x, env) for x in SCRIPTED_NAMES]
@@ -415,7 +415,7 @@ from coupjax import seat_tables
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
-from evals.advisor.record import QueueRecorder, play_condition
+from evals.lib.advisor.record import QueueRecorder, play_condition
 assert len(jax.devices()) == 2
 env = Env(4)
 pols = [make_policy(x, env) for x in ("random", "honest", "aggressive", "bluffer")]
@@ -438,7 +438,7 @@ def test_two_devices_play_the_same_games(tmp_path):
     import sys
 
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
 
     f = tmp_path / "split.npz"
     env_vars = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
@@ -477,3 +477,22 @@ def test_advice_paired_finds_a_planted_difference_and_none_where_there_is_none()
     assert win["verdict"] == "advice on beats advice off"
     assert same["diff"] == 0 and same["ci95_low"] <= 0 <= same["ci95_high"] and same["games"] == 400
     assert same["verdict"] == "no significant difference"
+
+
+def test_repeated_held_out_looks_get_a_note():
+    """Issue 41: docs/results.md notes every held-out seed the ledger shows looked at again
+    by the same item (ledger lines 61-62: one best response started twice), or without a
+    criterion, up to the report's own run; distinct items on one seat's seed are no repeat."""
+    from evals.report.ledger_notes import repeated_looks
+
+    def look(seed, argv, criterion="c", commit="x"):
+        return {"seed": seed, "command": "python -m evals.experiments", "argv": argv, "criterion": criterion,
+                "commit": commit}
+
+    entries = [look(150, ["a"]), look(151, ["a"]), look(151, ["a"]), look(150, ["b"]), look(100, [], None),
+               look(101, ["r"], commit="report"), look(101, ["r"], commit="later")]
+    assert [(g["seed"], g["lines"]) for g in repeated_looks(entries, {150, 151, 100, 101})] == [
+        (151, [2, 3]), (100, [5]), (101, [6, 7])]
+    assert [g["lines"] for g in repeated_looks(entries, {151, 101}, report_commit="report")] == [[2, 3]]
+    results = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    assert "- seed 151: `python -m evals.experiments" in results and "on ledger line(s) 61, 62:" in results

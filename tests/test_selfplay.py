@@ -243,7 +243,7 @@ def test_config_errors_are_one_line(tmp_path, capsys):
         config_from_dict({"algo": "selfplay", "export_seed": 2, "num_seeds": 2})
     with pytest.raises(ConfigError, match="'opponents'.*did you mean 'belief_ev'"):
         config_from_dict({"algo": "selfplay", "opponents": {"belief_evv": 1}})
-    for name in ("selfplay_cpu", "selfplay_gpu", "selfplay_psro_cpu"):
+    for name in ("selfplay_cpu", "selfplay_gpu"):
         assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo: selfplay\nrollout_step: 8\n")
@@ -254,20 +254,6 @@ def test_config_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert info.value.code == 2 and len(err.splitlines()) == 1 and "did you mean 'rollout_steps'" in err, err
     assert not (tmp_path / "r").exists()
-
-
-def test_psro_config_is_selfplay_cpu_run_twice_with_its_best_response():
-    """configs/selfplay_psro_cpu.yaml is selfplay_cpu.yaml with one PSRO iteration after its
-    10 chunks and a second pass of 10 from the initial state (training.psro)."""
-    from training.config import config_to_dict
-    from training.psro import iteration_chunks
-
-    base = config_to_dict(load_config(ROOT / "configs" / "selfplay_cpu.yaml"))
-    psro = config_to_dict(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml"))
-    assert {k: psro[k] for k in base if base[k] != psro[k]} == {"num_chunks": 20, "psro_every": 10,
-                                                                 "psro_reset": True}
-    assert base["psro_every"] == 0 and psro["psro_weight"] == 2.0 and psro["psro_config"] == "dqn_cpu.yaml"
-    assert iteration_chunks(load_config(ROOT / "configs" / "selfplay_psro_cpu.yaml")) == [10]
 
 
 @pytest.mark.slow

@@ -588,3 +588,16 @@ def test_loading_a_seat_record_is_strict(recorded, tmp_path):
         assert error.line == line
         if line > 1:  # the valid lines before the bad one are kept
             assert prefix.num_steps == line - 2 and prefix.events == t.events[: line - 2]
+
+
+def test_an_own_reveal_whose_index_and_role_disagree_is_refused():
+    """issue 43 point 8: reveal:0 names your Duke; reporting a Captain with it is a contradiction."""
+    t = Tracker(num_players=3, seat=0, hand=["duke", "captain"], first=1)
+    t.add({"seat": 1, "action": "tax"})
+    t.add({"seat": 0, "action": "challenge", "bluff_caught": False})
+    steps = t.num_steps
+    with pytest.raises(TrackerError, match="reveal:0 is your duke, but the entry reports captain"):
+        t.add({"seat": 0, "action": "reveal:0", "reveals": ["captain"]})
+    assert t.num_steps == steps  # the record is unchanged
+    t.add({"seat": 0, "action": "reveal:0", "reveals": ["duke"]})
+    assert t.own_hand() == ["captain"]

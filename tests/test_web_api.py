@@ -150,7 +150,9 @@ def test_missing_facts_are_asked_for(client):
     out = enter(client, gid, {**ask["entry"], "redraw": "contessa"})
     assert out["outcome"]["status"] == "accepted" and sorted(out["game"]["hand"]) == ["captain", "contessa"]
     lose = [c for c in out["game"]["choices"] if c["kind"] == "reveal"]
-    assert lose[0]["label"] == "Bea loses a card" and lose[0]["asks"][0]["field"] == "reveals"
+    assert [c["label"] for c in lose] == [f"Bea reveals {r}" for r in ("Duke", "Assassin", "Captain", "Ambassador",
+                                                                        "Contessa")]  # one tap, no question
+    assert lose[0]["entry"] == {"seat": 1, "action": "reveal", "reveals": [{"seat": 1, "role": "duke"}]}
 
 
 def test_undo_and_restart_give_back_the_same_game(client, games_dir):
@@ -408,7 +410,7 @@ def test_card_loss_advice_names_the_cards_like_the_buttons(client):
     gid = g["id"]
     enter(client, gid, {"seat": 1, "action": "tax"})
     page = enter(client, gid, {"seat": 0, "action": "challenge", "bluff_caught": False})["game"]
-    assert page["prompt"] == "You must lose a card."
+    assert page["prompt"] == "You challenge Bea's Duke; Bea shows a Duke. You must lose a card."  # what led to it
     labels = [c["label"] for c in page["choices"]]
     assert labels == ["Lose your Assassin", "Lose your Contessa"]
     # the search advises a loss (here without the search, its answer's shape): said as the buttons say it

@@ -46,6 +46,7 @@ from coupjax.paths import CONFIG_DIR
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
+from coupjax.yaml_file import read_yaml
 
 # The main job's embedded default (`python -m coupjax`, `make run`): the shipped
 # `configs/selfplay_cpu.yaml` (self-play PPO with a magnet and a learned belief) cut to 6
@@ -167,12 +168,6 @@ class SelfPlayConfig:
     snapshot_every: int = key(25, POSITIVE)  # updates between two snapshots
     table_concentration: float = key(0.0, NONNEGATIVE)  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
     pool_margin: float = key(0.0, NONNEGATIVE)  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
-    # --- PSRO in the run (training.psro): a frozen DQN best response to the network joins the pool
-    psro_every: int = key(0, NONNEGATIVE)  # k > 0: after every k-th chunk but the last; 0: never
-    psro_weight: float = key(2.0, POSITIVE)  # each best response's pool weight (beside the opponents' weights)
-    psro_budget: int = key(0, NONNEGATIVE)  # the DQN's training chunks; 0: psro_config's num_chunks
-    psro_config: str = "dqn_cpu.yaml"  # the DQN config: a YAML file or a shipped config's name
-    psro_reset: bool = False  # true: after each iteration the run starts again from its initial state
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
     gamma: float = key(0.995, UNIT)  # per own decision
     gae_lambda: float = key(0.9, UNIT)
@@ -264,6 +259,13 @@ def _check_value(name: str, value, cls) -> Any:
     return value
 
 
+def checked_values(cls, data: Mapping) -> dict:
+    """``data``'s values checked and normalised as the fields of the config dataclass
+    ``cls`` (their `key` ranges and choices): the outer loops' configs (`training.psro`,
+    `training.exploiter_league`) are checked by the same rules as the algorithms'."""
+    return {k: _check_value(k, v, cls) for k, v in data.items()}
+
+
 def config_from_dict(raw: Mapping, overrides=(), origin: Path | None = None) -> DQNConfig | BCConfig | SelfPlayConfig:
     """Validate a mapping (plus ``key=value`` overrides) into a frozen config.  A
     ``base`` key is resolved first (module doc); ``origin`` is the folder a relative
@@ -308,19 +310,6 @@ def _check_cross(cfg) -> None:
                   f"({cfg.num_envs * cfg.rollout_steps})")
         if cfg.export_seed >= cfg.num_seeds:
             _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
-        if cfg.psro_every > 0:
-            if cfg.num_seeds != 1:  # the league's pool is shared by the seeds; a best response is one seed's
-                _fail(f"config key 'psro_every' needs num_seeds 1 (one best response per network), "
-                      f"got num_seeds {cfg.num_seeds}")
-            try:
-                dqn = load_config(config_file(cfg.psro_config))
-            except ConfigError as err:
-                _fail(f"config key 'psro_config': {err}")
-            if dqn.algo != "dqn":
-                _fail(f"config key 'psro_config' must name a DQN config, got algo {dqn.algo!r}")
-            if cfg.psro_reset and cfg.num_chunks % cfg.psro_every:
-                _fail(f"config key 'psro_reset' needs num_chunks ({cfg.num_chunks}) to be a multiple of "
-                      f"psro_every ({cfg.psro_every}): every pass is psro_every chunks")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)
@@ -368,15 +357,6 @@ def resolve_pool(spec, policy_modules=(), key: str = "opponents") -> dict[str, f
     return pool
 
 
-def _read_yaml(p: Path):
-    if not p.is_file():
-        raise ConfigError(f"config file {str(p)!r} does not exist")
-    try:
-        return yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from None
-
-
 def _with_bases(raw, origin: Path | None, seen: tuple) -> dict:
     """``raw`` over its ``base`` chain: every key of the base files, each overridden by
     the files that name them."""
@@ -394,7 +374,7 @@ def _with_bases(raw, origin: Path | None, seen: tuple) -> dict:
     if path.resolve() in seen:
         _fail(f"config key 'base': {name!r} names itself through its bases "
               f"({' -> '.join(p.stem for p in (*seen, path.resolve()))})")
-    return {**_with_bases(_read_yaml(path), path.parent, (*seen, path.resolve())), **data}
+    return {**_with_bases(read_yaml(path, ConfigError), path.parent, (*seen, path.resolve())), **data}
 
 
 def _base_file(name: str, origin: Path | None) -> Path:
@@ -409,7 +389,7 @@ def _base_file(name: str, origin: Path | None) -> Path:
 def read_config(path) -> dict:
     """A config file's keys with its ``base`` chain applied (not yet validated)."""
     p = Path(path)
-    return _with_bases(_read_yaml(p), p.parent, (p.resolve(),))
+    return _with_bases(read_yaml(p, ConfigError), p.parent, (p.resolve(),))
 
 
 def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
@@ -418,7 +398,7 @@ def load_config(path, overrides=()) -> DQNConfig | BCConfig | SelfPlayConfig:
 
 
 def config_file(name) -> Path:
-    """The config file ``name`` names (``psro_config``, ``evals.exploit --config``): a file,
+    """The config file ``name`` names (``evals.exploit --config``, a PSRO run's ``oracle``): a file,
     else the shipped config of that name."""
     p = Path(name)
     if p.is_file():

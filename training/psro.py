@@ -1,274 +1,355 @@
-"""Best responses, and PSRO inside a self-play run.
+"""PSRO: Policy-Space Response Oracles around training, as OpenSpiel's ``psro_v2`` runs it.
 
-A best response here is training's DQN (`training.dqn`; ``configs/dqn_cpu.yaml``'s
-budget by default) learning in one seat of tables whose other seats all play one frozen
-policy spec (its single-policy ``opponents`` pool).  `evals.exploit` reports how much it
-wins: the exploitability proxy.  One learner can be learned to (PSRO hardens an agent
-with this very DQN), so `evals.exploit` also tries learners of other families:
+    python -m training.psro --config configs/psro_cpu.yaml --run-dir DIR [--resume] [--no-wandb]
+                            [--set key=value ...] [--quiet]
 
-* a PPO best response (`ppo_best_response_config`, `train_ppo_best_response`): the
-  self-play code (`training.selfplay`, ``configs/selfplay_cpu.yaml``) with a league
-  whose fixed pool is the frozen policy alone.  The league always has a ``self``
-  member and at least one snapshot, so they are given weight 0 (``self_weight``,
-  ``snapshot_weight``; ``num_snapshots`` 1, never drawn) and no PSRO:
-  every seat but the trained one plays the frozen policy;
-* a search best response (`search_best_response`): no training, the search of
-  `coupjax.search` choosing the action of highest expected value (mode ``expected``)
-  in rollouts where every seat plays the agent's own policy (greedy or at temperature
-  1), i.e. a best response to that model of the opponents, one decision deep.
+An outer loop over the one chunk driver ("A Unified Game-Theoretic Approach to
+Multiagent Reinforcement Learning", Lanctot et al. 2017).  The population starts as the
+policy specs of ``initial``; each iteration k
 
-A self-play run with ``psro_every`` k > 0 fits one to its own network after every k-th
-chunk (not after the last) and puts it, frozen, into its league's fixed pool with weight
-``psro_weight`` for the rest of the run, beside the earlier ones: Policy-Space Response
-Oracles ("A Unified Game-Theoretic Approach to Multiagent Reinforcement Learning") with
-the league's fixed weights as the meta-strategy, inside one run, so that every training
-seed is hardened against the exploits of its own network.  With ``psro_reset`` the run
-then starts again from its initial state (same key) in the larger league, with a
-learning-rate schedule that spans one pass of k chunks: PSRO's new response to the
-meta-strategy, trained from scratch, so each pass meets the best responses from its
-first update on.  Otherwise training carries on (a pool member has no state).  The
-chunk driver (`training.train.run_training`) calls `iterate` between chunks.
+1. trains an oracle: `training.train.run_training` of the algorithm config ``oracle``
+   (self-play PPO or DQN, with ``oracle_set``) whose ``opponents`` pool is the current
+   meta-strategy over the population (member -> probability), into ``DIR/iteration_k``;
+2. adds its export to the population;
+3. fills the empirical game: ``payoffs[i, j]`` is member i's win rate in one seat of
+   ``payoff_games`` tables whose other seats all play member j (the arena,
+   `coupjax.seat_tables.play_tables`; the same seeded tables for every entry), only the
+   new row and column;
+4. solves it with the meta-solver (``uniform``, or ``prd``: projected replicator
+   dynamics, a Nash approximation), the mixture the next oracle trains against.
 
-Files of the iteration after chunk C, in the run directory: ``psro/chunk_C/export`` (the
-network's export then, greedy as ``RUN/export``; the directory loads as a run),
-``psro/chunk_C/best_response`` (the DQN's export) and ``psro/chunk_C/iteration.json``
-(figures).  The DQN's key is ``1000 * seed + C``: a training key, never reported on.
+The empirical game is treated as symmetric (every member may sit at every seat), with
+one population and one meta-strategy; a member's payoff against a mixture is taken as
+the mixture of its payoffs against three copies of each member, an approximation of
+tables whose opponents are drawn from the mixture seat by seat.  The algorithm configs
+know nothing of this loop: it only sets their ``opponents`` and ``seed``.
+
+``DIR/psro.json`` holds the state after every iteration (population, payoff matrix,
+meta-strategy, one row of figures per iteration); ``--resume`` continues from it, an
+oracle cut mid-training resuming from its own checkpoint.  Each oracle is a run
+directory (checkpoints, export, summary, its W&B run); the loop's own figures go to
+the console and to one W&B run of ``DIR`` (step = iteration).
 """
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
+import os
+import shutil
+import sys
 import time
 from pathlib import Path
+from functools import partial
+from typing import Mapping
 
-from training.config import (ConfigError, DQNConfig, config_from_dict, config_to_dict, config_file, load_config,
-                             resolve_pool)
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
 
-ITERATION_FILE = "iteration.json"
+from training.config import (NONNEGATIVE, POSITIVE, ConfigError, Range, checked_values, config_file, config_to_dict,
+                             key, load_config, read_config, replace)
 
-
-# ------------------------------------------------------------------ one best response
-def best_response_config(spec: str, seed: int, budget: int | None = None, config="dqn_cpu.yaml",
-                         overrides=()) -> DQNConfig:
-    """The DQN config of a best response to ``spec``: ``config`` with ``overrides``
-    (``key=value``), ``opponents = spec`` (every other seat plays it), ``seed``,
-    ``num_chunks = budget`` (if given), no end-of-run evaluation, and checkpoints that
-    never fire before the end."""
-    cfg = load_config(config_file(config), overrides)
-    if cfg.algo != "dqn":
-        raise ConfigError(f"the best response is trained by the DQN; the config has algo {cfg.algo!r}")
-    d = config_to_dict(cfg)
-    d.update(opponents=spec, seed=int(seed), eval_games=0)
-    if budget:
-        d["num_chunks"] = int(budget)
-    d["checkpoint_every"] = d["num_chunks"]
-    return config_from_dict(d)
+STATE_FILE = "psro.json"
+ORACLE_ALGOS = ("dqn", "selfplay")
+MIN_SHARE = 1e-3  # a member below this share is left out of the oracle's pool (a policy run for no seat)
 
 
-def train_best_response(cfg: DQNConfig, setup=None, log=None):
-    """Train the DQN of ``cfg`` (`best_response_config`): returns (setup, initial runner
-    state, final runner state, info) with ``train_seconds`` (chunks only),
-    ``compile_seconds`` and ``train_win_rate`` (the last chunk's).  ``setup``: a prebuilt
-    `training.dqn.make_train(cfg)` (tests reuse compiles)."""
-    import jax
+# ------------------------------------------------------------------ the config
+@dataclasses.dataclass(frozen=True)
+class PSROConfig:
+    """A PSRO run (module doc); loaded by `load_psro_config`."""
 
-    from training.dqn import make_train
-
-    if setup is not None and setup.config != cfg:
-        raise ValueError("the prebuilt setup was made for another config")
-    setup = make_train(cfg) if setup is None else setup
-    rs0 = setup.init(jax.random.PRNGKey(cfg.seed))
-    t0 = time.time()
-    chunk = setup.train_chunk.lower(rs0).compile()
-    compile_s = time.time() - t0
-    rs, train_s, curve = rs0, 0.0, []
-    for c in range(cfg.num_chunks):
-        t1 = time.time()
-        rs, m = chunk(rs)
-        curve.append(float(jax.device_get(m)["win_rate"]))
-        train_s += time.time() - t1
-        if log:
-            log(f"chunk {c + 1}/{cfg.num_chunks}: training win rate {curve[-1]:.3f}, {train_s:.0f} s")
-    return setup, rs0, rs, _train_info(train_s, compile_s, curve)
+    algo: str = key("psro", ("psro",))
+    seed: int = key(0, NONNEGATIVE)  # oracle k trains on seed 1000 * seed + k; the payoff tables on seed
+    oracle: str = "selfplay_cpu.yaml"  # the algorithm config of every best response: a file or a shipped name
+    oracle_set: tuple = ()  # key=value overrides of the oracle config
+    initial: tuple = ("random",)  # the first population: policy specs
+    iterations: int = key(3, POSITIVE)  # oracles trained
+    meta_solver: str = key("prd", ("prd", "uniform"))
+    prd_steps: int = key(1_000_000, POSITIVE)  # projected replicator dynamics: Euler steps (averaged)
+    prd_dt: float = key(0.01, POSITIVE)  # step size
+    prd_gamma: float = key(1e-6, Range(0, 0.1))  # smallest probability of a member (exploration)
+    payoff_games: int = key(1000, POSITIVE)  # tables per payoff entry
+    wandb_project: str = "coupjax"
+    wandb_mode: str = key("", ("", "offline", "online", "disabled"))
 
 
-def _train_info(train_s: float, compile_s: float, curve: list) -> dict:
-    """The figures of a best response's training: ``curve`` is its win rate per chunk
-    (against the frozen copies, as it explores), to show whether it stopped rising."""
-    return {"train_seconds": train_s, "compile_seconds": compile_s,
-            "train_win_rate": curve[-1] if curve else None, "curve": curve}
+RESUME_FREE = {"iterations", "wandb_project", "wandb_mode"}  # may change when a run is resumed
 
 
-# ------------------------------------------------------------------ other families
-PPO_CONFIG = "selfplay_cpu.yaml"
+def checked_fields(cls, raw: Mapping, overrides=()):
+    """An instance of the config dataclass ``cls`` from ``raw`` and ``key=value``
+    overrides, every key and value checked by the algorithm configs' rules
+    (`training.config`: unknown keys named with the nearest known one, types, ranges)."""
+    data = dict(raw)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like key=value")
+        k, v = item.split("=", 1)
+        data[k.strip()] = yaml.safe_load(v)
+    names = [f.name for f in dataclasses.fields(cls)]
+    for k in data:
+        if k not in names:
+            close = difflib.get_close_matches(str(k), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            raise ConfigError(f"config key {k!r} is not known{hint}")
+    cfg = cls(**checked_values(cls, data))
+    for f in dataclasses.fields(cls):
+        value = getattr(cfg, f.name)
+        if isinstance(value, tuple) and not all(isinstance(x, str) and x for x in value):
+            raise ConfigError(f"config key {f.name!r} must be a list of strings, got {list(value)!r}")
+    return cfg
 
 
-def ppo_best_response_config(spec: str, seed: int, budget: int | None = None, config=PPO_CONFIG,
-                             overrides=()):
-    """The self-play config of a PPO best response to ``spec`` (module doc): ``config``
-    with ``overrides``, every seat but the trained one playing ``spec``, one training
-    seed ``seed``, ``num_chunks = budget`` (if given), no evaluation."""
-    cfg = load_config(config_file(config), overrides)
-    if cfg.algo != "selfplay":
-        raise ConfigError(f"the PPO best response is trained by the self-play code; the config has algo {cfg.algo!r}")
-    d = config_to_dict(cfg)
-    d.update(opponents=spec, seed=int(seed), eval_games=0, self_weight=0.0, snapshot_weight=0.0, num_snapshots=1,
-             table_concentration=0.0, psro_every=0, num_seeds=1, export_seed=0)
-    if budget:
-        d["num_chunks"] = int(budget)
-    d["checkpoint_every"] = d["num_chunks"]
-    return config_from_dict(d)
+def psro_config_from_dict(raw: Mapping, overrides=()) -> PSROConfig:
+    """A checked `PSROConfig` (`checked_fields`); the oracle config is loaded too, so a
+    wrong key there stops the run before anything is computed."""
+    cfg = checked_fields(PSROConfig, raw, overrides)
+    if not cfg.initial:
+        raise ConfigError("config key 'initial' must name at least one policy")
+    for spec in cfg.initial:
+        _check_spec(spec)
+    oracle_config(cfg, {cfg.initial[0]: 1.0}, 1)
+    return cfg
 
 
-def train_ppo_best_response(cfg, log=None):
-    """Train the self-play run of ``cfg`` (`ppo_best_response_config`): returns (setup,
-    final runner state, info) as `train_best_response`'s info."""
-    import jax
-
-    from training.selfplay import make_train
-
-    setup = make_train(cfg)
-    rs = setup.init(jax.random.PRNGKey(cfg.seed))
-    t0 = time.time()
-    chunk = setup.train_chunk.lower(rs).compile()
-    compile_s = time.time() - t0
-    train_s, curve = 0.0, []
-    for c in range(cfg.num_chunks):
-        t1 = time.time()
-        rs, m = chunk(rs)
-        curve.append(float(jax.device_get(m)["win_rate"].mean()))
-        train_s += time.time() - t1
-        if log:
-            log(f"ppo chunk {c + 1}/{cfg.num_chunks}: training win rate {curve[-1]:.3f}, {train_s:.0f} s")
-    return setup, rs, _train_info(train_s, compile_s, curve)
+def load_psro_config(path, overrides=()) -> PSROConfig:
+    """Read a PSRO config file (its ``base`` chain applied, as the algorithm configs')."""
+    return psro_config_from_dict(read_config(path), overrides)
 
 
-def opponent_model(env, spec: str, temperature: float):
-    """The agent ``spec`` as the search's model of every seat: an export at
-    ``temperature`` (0: greedy), any other policy greedy over its logits (temperature 0)
-    or as it plays (temperature 1)."""
-    import jax.numpy as jnp
+def _check_spec(spec: str) -> None:
+    from coupjax.policies import PolicySpecError
+    from coupjax.policies.spec import describe_spec
 
-    from coupjax.inference import load_policy
-    from coupjax.policies.common import masked_logits
-    from coupjax.policies.spec import describe_spec, locate, resolve_policy
-
-    if describe_spec(spec) == "path":
-        return load_policy(locate(spec), temperature=temperature, num_players=env.num_players)
-    policy = resolve_policy(spec, env)
-    if temperature == 1.0:
-        return policy
-    if temperature != 0.0:
-        raise ValueError(f"a {spec!r} model is greedy (0) or as it plays (1), not temperature {temperature}")
-
-    def greedy(key, state):
-        mask = state.legal_action_mask
-        best = jnp.argmax(jnp.where(mask, policy(key, state), -jnp.inf))
-        return masked_logits(jnp.arange(mask.shape[-1]) == best, mask)
-
-    return greedy
+    try:
+        describe_spec(spec)
+    except PolicySpecError as err:
+        raise ConfigError(f"config key 'initial': {err}") from None
 
 
-def search_best_response(env, spec: str, temperature: float, **budget):
-    """The search best response to ``spec`` (module doc): `coupjax.search`'s default
-    budget (``budget``: `SearchConfig` fields over it), mode ``expected``, rollouts
-    played by `opponent_model`."""
-    import dataclasses
-
-    from coupjax.search import DEFAULT_CONFIG, make_search_policy
-
-    model = opponent_model(env, spec, temperature)
-    return make_search_policy(env, "expected", dataclasses.replace(DEFAULT_CONFIG, rollout_policy=model, **budget))
-
-
-# ------------------------------------------------------------------ PSRO in a self-play run
-def iteration_chunks(cfg) -> list[int]:
-    """The chunks after which a run of ``cfg`` fits a best response (none without PSRO)."""
-    k = getattr(cfg, "psro_every", 0)
-    return list(range(k, cfg.num_chunks, k)) if k > 0 else []
+def oracle_config(cfg: PSROConfig, mixture: dict, iteration: int):
+    """The algorithm config of oracle ``iteration``: ``oracle`` with ``oracle_set``, its
+    pool the ``mixture`` (spec -> probability), its seed ``1000 * seed + iteration``."""
+    try:
+        base = load_config(config_file(cfg.oracle), cfg.oracle_set)
+    except ConfigError as err:
+        raise ConfigError(f"config key 'oracle': {err}") from None
+    if base.algo not in ORACLE_ALGOS:
+        raise ConfigError(f"config key 'oracle' must name a DQN or self-play config, got algo {base.algo!r}")
+    pool = {spec: float(p) for spec, p in mixture.items() if p >= MIN_SHARE}
+    return replace(base, opponents=pool, seed=1000 * cfg.seed + iteration)
 
 
-def update_offset(cfg, chunks_done: int) -> int:
-    """Updates made before the current pass (``psro_reset``: before its last reset), which
-    the logs add to the runner state's update count so that their steps keep growing."""
-    resets = [c for c in iteration_chunks(cfg) if c <= chunks_done] if getattr(cfg, "psro_reset", False) else []
-    return resets[-1] * cfg.updates_per_chunk if resets else 0
+# ------------------------------------------------------------------ meta-solvers
+def uniform(payoffs) -> jnp.ndarray:
+    """The same probability for every member."""
+    n = jnp.shape(payoffs)[0]
+    return jnp.full(n, 1.0 / n)
 
 
-def iteration_dir(run_dir, chunk: int) -> Path:
-    return Path(run_dir) / "psro" / f"chunk_{chunk}"
+@partial(jax.jit, static_argnames="steps")
+def projected_replicator_dynamics(payoffs, steps: int = 100_000, dt: float = 1e-3, gamma: float = 1e-6):
+    """The mean of ``steps`` Euler steps of the replicator dynamics of the symmetric game
+    ``payoffs`` (row member's payoff against the column member), each projected back to
+    the simplex with every probability at least ``gamma`` (Lanctot et al. 2017, one
+    population): ``x += dt * x * (payoffs @ x - x @ payoffs @ x)``.  From the uniform
+    mixture; the mean over the trajectory converges where the last point cycles (as in
+    rock-paper-scissors)."""
+    payoffs = jnp.asarray(payoffs, jnp.float32)
+
+    def step(x, _):
+        values = payoffs @ x
+        x = x + dt * x * (values - x @ values)
+        x = jnp.maximum(x, gamma)
+        x = x / x.sum()
+        return x, x
+
+    _, path = jax.lax.scan(step, uniform(payoffs), None, length=steps)
+    return path.mean(axis=0)
 
 
-def best_response_path(run_dir, chunk: int) -> Path:
-    return iteration_dir(run_dir, chunk) / "best_response"
+def regret(payoffs, mixture) -> float:
+    """How much the best member gains over ``mixture`` against ``mixture`` in the
+    symmetric game: ``max_i (payoffs @ x)_i - x @ payoffs @ x`` (0 at a Nash equilibrium)."""
+    payoffs, x = np.asarray(payoffs, np.float64), np.asarray(mixture, np.float64)
+    values = payoffs @ x
+    return float(values.max() - x @ values)
 
 
-def league_config(cfg, run_dir, chunks_done: int):
-    """``cfg`` with the best responses of the iterations up to ``chunks_done`` added to its
-    pool (absolute paths, weight ``psro_weight``); ``cfg`` itself without PSRO."""
-    fitted = [c for c in iteration_chunks(cfg) if c <= chunks_done]
-    if not fitted:
-        return cfg
-    pool = dict(resolve_pool(cfg.opponents, cfg.policy_modules, "opponents"))
-    for c in fitted:
-        pool[str(best_response_path(run_dir, c).resolve())] = cfg.psro_weight
-    return config_from_dict({**config_to_dict(cfg), "opponents": pool})
+def meta_strategy(cfg: PSROConfig, payoffs) -> np.ndarray:
+    """The meta-solver's mixture over the population."""
+    if cfg.meta_solver == "uniform":
+        return np.asarray(uniform(payoffs), np.float64)
+    x = projected_replicator_dynamics(jnp.asarray(payoffs), steps=cfg.prd_steps, dt=cfg.prd_dt, gamma=cfg.prd_gamma)
+    x = np.asarray(x, np.float64)
+    return x / x.sum()
 
 
-def fitted(run_dir, chunk: int) -> bool:
-    """The iteration after ``chunk`` is complete (its figures are written last)."""
-    return (iteration_dir(run_dir, chunk) / ITERATION_FILE).is_file()
+# ------------------------------------------------------------------ the empirical game
+def fill_payoffs(env, members: list[str], payoffs, games: int, seed: int) -> np.ndarray:
+    """``payoffs`` grown to the population ``members`` (absolute specs), its missing
+    entries played: for each column j, the members without an entry in one seat against
+    three copies of j, on the same seeded tables (`coupjax.seat_tables.play_tables`)."""
+    from coupjax.seat_tables import play_tables
 
-
-def read_iteration(run_dir, chunk: int) -> dict:
-    """The figures of the finished iteration after ``chunk``."""
-    return json.loads((iteration_dir(run_dir, chunk) / ITERATION_FILE).read_text())
-
-
-def read_iterations(run_dir, cfg, chunks_done: int) -> list[dict]:
-    """The figures of the iterations up to ``chunks_done`` (a resumed run's earlier ones);
-    an error names an iteration whose best response is missing."""
-    out = []
-    for c in iteration_chunks(cfg):
-        if c > chunks_done:
-            break
-        if not fitted(run_dir, c):
-            raise FileNotFoundError(f"the run in {str(run_dir)!r} has no best response for chunk {c} "
-                                    f"({iteration_dir(run_dir, c) / ITERATION_FILE} is missing): it cannot be "
-                                    f"resumed; start a new run")
-        out.append(read_iteration(run_dir, c))
+    m, known = len(members), len(payoffs)
+    out = np.full((m, m), np.nan)
+    out[:known, :known] = np.asarray(payoffs, np.float64).reshape(known, known)
+    for j in range(m):
+        rows = [i for i in range(m) if np.isnan(out[i, j])]
+        if rows:
+            got = play_tables(env, [members[i] for i in rows], games, seed, opponents=members[j])
+            for i in rows:
+                out[i, j] = got[members[i]]["win_rate"]
     return out
 
 
-def iterate(cfg, setup, rs, run_dir, chunk: int, make_train):
-    """The iteration after ``chunk`` of a run of ``cfg`` whose runner state is ``rs`` (of
-    ``setup``): fitted (or, when a resumed run finished it before, read back), then
-    ``(setup of the league with its best response, runner state to go on from, figures)``."""
-    row = read_iteration(run_dir, chunk) if fitted(run_dir, chunk) else fit_iteration(setup, rs, run_dir, chunk)
-    setup = make_train(league_config(cfg, run_dir, chunk))
-    if cfg.psro_reset:
-        import jax
+# ------------------------------------------------------------------ the loop
+def train_or_resume(cfg, run_dir: Path, use_wandb: bool, quiet: bool) -> dict:
+    """An oracle's run: read back when finished, resumed from its checkpoint when cut,
+    started afresh when cut before its first checkpoint."""
+    from training.train import run_training
 
-        rs = setup.init(jax.random.PRNGKey(cfg.seed))
-    return setup, rs, row
+    summary_file = run_dir / "summary.json"
+    if summary_file.is_file() and (run_dir / "export").is_dir():
+        summary = json.loads(summary_file.read_text())
+        if summary.get("chunks_done") == cfg.num_chunks:
+            return summary
+    resume = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())
+    if not resume and run_dir.exists():
+        shutil.rmtree(run_dir)
+    return run_training(cfg, run_dir, resume=resume, use_wandb=use_wandb, quiet=quiet)
 
 
-def fit_iteration(setup, rs, run_dir, chunk: int, log=None) -> dict:
-    """One PSRO iteration after ``chunk``: export the network of ``rs`` (seed 0) to
-    ``psro/chunk_C``, train a DQN best response against three frozen copies of it and
-    export that to ``psro/chunk_C/best_response``; returns (and writes) its figures."""
-    from training.dqn import export_dqn
-    from training.selfplay import export
+def _member_path(run_dir: Path, spec: str) -> str:
+    """A population member as a policy spec: an oracle (stored relative to the run) as
+    its absolute run directory, anything else as it is."""
+    return str((run_dir / spec).resolve()) if spec.startswith("iteration_") else spec
 
-    cfg = setup.config
-    t0 = time.time()
-    d = iteration_dir(run_dir, chunk)
-    export(setup, rs, d)
-    br_cfg = best_response_config(str(d.resolve()), 1000 * cfg.seed + chunk, cfg.psro_budget or None,
-                                  cfg.psro_config)
-    br_setup, _, br_rs, info = train_best_response(br_cfg, log=log)
-    export_dqn(br_setup, br_rs.params, best_response_path(run_dir, chunk))
-    row = {"after_chunk": chunk, "agent": str(d / "export"), "best_response": str(best_response_path(run_dir, chunk)),
-           "best_response_seed": br_cfg.seed, "transitions": br_cfg.num_chunks * br_cfg.updates_per_chunk
-           * br_cfg.num_envs, **info, "seconds": time.time() - t0}
-    (d / ITERATION_FILE).write_text(json.dumps(row, indent=2))
-    return row
+
+def check_psro_dir(run_dir, cfg: PSROConfig, resume: bool) -> None:
+    """Refuse a run directory that is not empty (without ``resume``), or a resumption of
+    another config (only `RESUME_FREE` keys may differ) or of nothing."""
+    from training.runs import RunDirError
+
+    run_dir = Path(run_dir)
+    if not resume:
+        if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+            raise RunDirError(f"run directory {str(run_dir)!r} exists and is not empty; pass --resume to continue "
+                              f"it or choose another --run-dir")
+        return
+    saved = run_dir / "config.json"
+    if not saved.is_file():
+        raise RunDirError(f"--resume: {str(run_dir)!r} holds no PSRO run to continue")
+    old, new = json.loads(saved.read_text()), config_to_dict(cfg)
+    diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k) and k not in RESUME_FREE)
+    if diff:
+        raise RunDirError(f"--resume: the run in {str(run_dir)!r} was made with another config "
+                          f"(keys {', '.join(diff)} differ)")
+
+
+def run_psro(cfg: PSROConfig, run_dir, resume: bool = False, use_wandb: bool = True, quiet: bool = False) -> dict:
+    """The loop of the module doc in ``run_dir``; returns the final state (``psro.json``)."""
+    from coupjax.env import Env
+    from training.runs import init_wandb, log_metrics
+
+    t_start = time.time()
+    run_dir = Path(run_dir)
+    check_psro_dir(run_dir, cfg, resume)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(json.dumps(config_to_dict(cfg), indent=2))
+    state_file = run_dir / STATE_FILE
+    state = json.loads(state_file.read_text()) if resume and state_file.is_file() else \
+        {"population": list(cfg.initial), "payoffs": [], "meta_strategy": [], "iterations": []}
+    env = Env(oracle_config(cfg, {cfg.initial[0]: 1.0}, 0).num_players)
+
+    def members():
+        return [_member_path(run_dir, s) for s in state["population"]]
+
+    def save():
+        tmp = state_file.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(state_file)  # a cut iteration leaves the previous state whole
+
+    def say(msg: str, row: dict | None = None):
+        print(json.dumps(row) if quiet and row is not None else msg, flush=True)
+
+    if len(state["payoffs"]) < len(state["population"]):  # the initial population's game
+        state["payoffs"] = fill_payoffs(env, members(), state["payoffs"], cfg.payoff_games, cfg.seed).tolist()
+        state["meta_strategy"] = meta_strategy(cfg, state["payoffs"]).tolist()
+        save()
+    for k in range(len(state["iterations"]) + 1, cfg.iterations + 1):
+        t0 = time.time()
+        mixture = dict(zip(members(), state["meta_strategy"]))
+        ocfg = oracle_config(cfg, mixture, k)
+        say(f"PSRO iteration {k}/{cfg.iterations}: training a {ocfg.algo} oracle against "
+            + ", ".join(f"{Path(s).name} {p:.3f}" for s, p in mixture.items()))
+        summary = train_or_resume(ocfg, run_dir / f"iteration_{k}", use_wandb, quiet)
+        old = np.asarray(state["payoffs"], np.float64)
+        state["population"].append(f"iteration_{k}")
+        payoffs = fill_payoffs(env, members(), old, cfg.payoff_games, cfg.seed)
+        sigma = np.asarray(state["meta_strategy"], np.float64)
+        new = meta_strategy(cfg, payoffs)
+        row = {"iteration": k, "oracle": f"iteration_{k}", "trained_against": {Path(s).name: p for s, p in
+                                                                                 mixture.items()},
+               "oracle_train_win_rate": summary["final"].get("win_rate"),
+               "oracle_value": float(payoffs[-1, :-1] @ sigma),  # its payoff against the mixture it trained on
+               "mixture_value": float(sigma @ old @ sigma),  # the mixture's own, before it
+               "regret": regret(payoffs, new),
+               "seconds": time.time() - t0}
+        row["oracle_gain"] = row["oracle_value"] - row["mixture_value"]  # > 0: the mixture was exploitable
+        state.update(payoffs=payoffs.tolist(), meta_strategy=new.tolist())
+        state["iterations"].append(row)
+        save()
+        say(f"PSRO iteration {k}: the oracle wins {row['oracle_value']:.3f} against the mixture (which wins "
+            f"{row['mixture_value']:.3f} against itself); meta-strategy "
+            + ", ".join(f"{s} {p:.3f}" for s, p in zip(state["population"], new)) + f"; {row['seconds']:.0f} s", row)
+        wb = init_wandb(cfg, run_dir, use_wandb, resume=k > 1 or resume)
+        log_metrics(wb, {"psro/oracle_value": row["oracle_value"], "psro/mixture_value": row["mixture_value"],
+                         "psro/oracle_gain": row["oracle_gain"],
+                         "psro/regret": row["regret"], "psro/population": len(state["population"]),
+                         "psro/meta_entropy": float(-(new * np.log(np.maximum(new, 1e-12))).sum())}, k)
+        if wb is not None:
+            wb.finish()
+    state["wall_seconds"] = time.time() - t_start
+    save()
+    return state
+
+
+# ------------------------------------------------------------------ CLI
+def main(argv=None) -> int:
+    from coupjax.args import Parser, fail, positive_int
+    from coupjax.devices import use_host_cores
+    from training.runs import RunDirError
+
+    prog = "python -m training.psro"
+    ap = Parser(prog=prog, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", required=True, help="PSRO config (YAML, e.g. configs/psro_cpu.yaml)")
+    ap.add_argument("--run-dir", required=True, help="directory of the oracles' runs and psro.json")
+    ap.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    ap.add_argument("--quiet", action="store_true", help="no progress bars; JSON lines of figures")
+    ap.add_argument("--host-devices", type=positive_int, default=None,
+                    help="on a CPU, XLA devices to split it into for the data-parallel step "
+                         "(default: one per core, as training.train; coupjax.devices)")
+    args = ap.parse_args(argv)
+    try:
+        cfg = load_psro_config(args.config, args.set)
+        check_psro_dir(args.run_dir, cfg, args.resume)
+    except (ConfigError, RunDirError) as err:
+        fail(prog, err)
+    use_host_cores(args.host_devices)  # before JAX starts its backends, as training.train
+    os.environ.setdefault("WANDB_MODE", "offline")
+    state = run_psro(cfg, args.run_dir, resume=args.resume, use_wandb=not args.no_wandb, quiet=args.quiet)
+    print(f"PSRO: {len(state['iterations'])} iterations in {state['wall_seconds']:.0f} s; meta-strategy "
+          + ", ".join(f"{s} {p:.3f}" for s, p in zip(state["population"], state["meta_strategy"]))
+          + f"; state: {Path(args.run_dir) / STATE_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

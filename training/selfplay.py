@@ -9,8 +9,7 @@
   ``updates_per_chunk`` updates (the driver, `training.train`, calls it per chunk and
   checkpoints, logs and shows progress in between);
 * ``train(key) -> (runner_state, metrics)``: the whole run as one pure jitted function
-  (``init``, then a `lax.scan` of the chunk over ``num_chunks``; without PSRO, which is
-  the driver's step between chunks, `training.psro`).
+  (``init``, then a `lax.scan` of the chunk over ``num_chunks``).
 
 One update: every game of the batch takes ``rollout_steps`` engine steps
 (`training.league.League.play` on `coupjax.rollout`: the seat to move acts with its
@@ -221,8 +220,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
-    pass_chunks = cfg.psro_every if cfg.psro_reset else cfg.num_chunks  # training.psro: each pass anneals anew
-    total_steps = pass_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
+    total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
 
     def optimizer(lr_steps):
         """Adam with the learning rate annealed linearly to 0 over ``lr_steps`` (optax's

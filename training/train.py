@@ -12,8 +12,7 @@ progress bar over chunks); every chunk logs its metrics to W&B and saves an Orba
 checkpoint every ``checkpoint_every`` chunks; ``--resume`` restores the latest one and
 continues with the identical next chunk.  At the end ``DIR/export/`` is written
 (`coupjax.inference.load_policy`), then an optional evaluation, and ``DIR/summary.json``
-(wall time, compile time, env steps per second, final metrics).  A self-play run with
-``psro_every`` fits a best response to its network between chunks (`training.psro`).
+(wall time, compile time, env steps per second, final metrics).
 
 BC: collects games of the scripted teachers, fits, exports (``training.bc``).
 
@@ -39,7 +38,6 @@ from coupjax.args import Parser, fail, positive_int, rate, seconds
 from coupjax.console import console
 from coupjax.devices import use_host_cores
 from coupjax.policies.spec import describe_spec, locate
-from training import psro
 from training.config import (BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config,
                              resolve_pool)
 from training.runs import (RESUME_FREE_KEYS, RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics,
@@ -178,13 +176,6 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     manager = checkpoint.checkpoint_manager(ckpt_dir, cfg.max_checkpoints)  # every process: Orbax saves in step
     wb = init_wandb(cfg, run_dir, use_wandb and primary, resume)
     no_bar, quiet = quiet or not primary, quiet and primary  # the other processes print nothing
-    psro_s, psro_rows = 0.0, []
-    if psro.iteration_chunks(cfg) and done:  # a resumed run: its league (and state) as they were after `done`
-        psro_rows = psro.read_iterations(run_dir, cfg, done - 1)
-        setup = make_train(psro.league_config(cfg, run_dir, done - 1)) if psro_rows else setup
-        if done in psro.iteration_chunks(cfg):  # its checkpoint comes before the iteration
-            setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, done, make_train)
-            psro_rows.append(row)
 
     t0 = time.time()
     chunk = compiled_chunk(setup, rs, say, saved)  # the one compiled function for every chunk
@@ -207,8 +198,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             transitions += int(m["transitions"])
             m = dict(m, chunk=c + 1, chunk_seconds=dt, env_steps_per_s=m["env_steps"] / dt,
                      transitions_per_s=m["transitions"] / dt)
-            step = int(m["step"]) + psro.update_offset(cfg, c)  # growing across PSRO's passes
-            log_metrics(wb, m, step)
+            log_metrics(wb, m, int(m["step"]))
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
             history.append(last)  # action_hist too: the exploration ablation reads it per chunk
             if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
@@ -218,25 +208,10 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
                       flush=True)
             prog.update(task, advance=1, info=" ".join(f"{k} {last[k]:.3f}" for k in keys[:3])
                         + f" {last['env_steps_per_s']:.0f} env steps/s")
-            if c + 1 in psro.iteration_chunks(cfg):  # a best response to this network joins the league
-                prog.update(task, info=f"PSRO: fitting a best response to chunk {c + 1}'s network")
-                t2 = time.time()
-                setup, rs, row = psro.iterate(cfg, setup, rs, run_dir, c + 1, make_train)
-                chunk = compiled_chunk(setup, rs, say, saved) if c + 1 < stop else None  # compiled if it will run
-                psro_s += time.time() - t2
-                psro_rows.append(row)
-                log_metrics(wb, {"psro/best_response_train_win_rate": row["train_win_rate"],
-                                 "psro/iterations": len(psro_rows)}, step)
-                if quiet:
-                    print(json.dumps({"psro_after_chunk": c + 1, "best_response_train_win_rate":
-                                      round(row["train_win_rate"], 4), "seconds": round(time.time() - t2, 1)}),
-                          flush=True)
     summary = {"algo": cfg.algo, "chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
-    if psro.iteration_chunks(cfg):
-        summary.update(psro=psro_rows, psro_seconds=psro_s)
     if stop == cfg.num_chunks and primary:
         export(setup, rs, run_dir)
         if cfg.eval_games > 0:
@@ -245,7 +220,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             summary["eval_seconds"] = time.time() - t2
             if wb is not None:
                 wb.log({f"eval/{k}_win_rate": v["win_rate"] for k, v in summary["eval"].items()},
-                       step=int(last["step"]) + psro.update_offset(cfg, cfg.num_chunks))
+                       step=int(last["step"]))
     summary["wall_seconds"] = time.time() - t_start
     if primary:
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -299,8 +274,8 @@ def main(argv=None) -> int:
         if isinstance(cfg, BCConfig) and args.resume:
             raise RunDirError("--resume: behaviour cloning runs are not checkpointed; start a new --run-dir")
         check_run_dir(args.run_dir, config_to_dict(cfg), args.resume)
-        if distributed.wanted(args) and (isinstance(cfg, BCConfig) or psro.iteration_chunks(cfg)):
-            raise ConfigError("behaviour cloning and PSRO runs train in one process; drop --coordinator "
+        if distributed.wanted(args) and isinstance(cfg, BCConfig):
+            raise ConfigError("behaviour cloning runs train in one process; drop --coordinator "
                               "(or the launcher's several tasks)")
     except (ConfigError, RunDirError) as err:
         fail(prog, err)

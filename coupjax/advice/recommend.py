@@ -42,8 +42,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import compile_cache, rules
-from coupjax.advice.action_ev import recommend_action
-from coupjax.advice.challenge import KINDS, STYLES, AdvisorParams, advise_challenge, gain_loss
+from coupjax.advice import statements
+from coupjax.advice.action_ev import EVParams, challenge_probs, recommend_action
+from coupjax.advice.challenge import STYLES, AdvisorParams, advise_challenge
 from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.tables import tables
 from coupjax.observation import parse
@@ -51,7 +52,7 @@ from coupjax.observation import parse
 SOURCES = ("none", "public fact", "challenge advisor", "block rule", "one-step expected value", "search",
            "search, tie broken by the advice", "only legal action")
 (NONE, FACT, ADVISOR, BLOCK_RULE, ONE_STEP, SEARCH, SEARCH_TIE, ONLY_LEGAL) = range(len(SOURCES))
-TIE_SIGMAS = 2.0  # values closer than this many standard errors of their difference are tied
+TIE_SIGMAS = statements.TIE_SIGMAS  # values closer than this many standard errors of their difference are tied
 # Fitted for games won: `python -m evals.advice_fit --seed 1001 --games 300` (advised:honest minus honest, paired,
 # mean over the two opponent conditions): alpha 0.1 +0.052 (aggressive_heavy +0.083 [+0.040, +0.130], honest_heavy
 # +0.020 [-0.007, +0.047]); 0.05 +0.050; 0.2 +0.047; 0.35 +0.030; the F1 fit's 1.0 -0.065.  v_last 2.0 did no better.
@@ -70,7 +71,9 @@ def advisor_action(obs, mask, num_players: int, params: AdvisorParams | None = N
 
     Returns ``action`` i32 (-1: no advice in this phase), ``source`` i32 (`SOURCES`),
     ``settled`` bool (a public fact decides: ``action`` is that fact's answer),
-    ``challenge`` (the `advise_challenge` dict) and ``values`` (the `recommend_action` dict)."""
+    ``challenge`` (the `advise_challenge` dict), ``values`` (the `recommend_action` dict)
+    and ``view`` (the seat's own facts the reasons state: its cards, hand sizes, coins,
+    the decision, and each seat's estimated chance of challenging a claim of its)."""
     n = num_players
     T = tables(n)
     params = advice_params() if params is None else params
@@ -96,7 +99,11 @@ def advisor_action(obs, mask, num_players: int, params: AdvisorParams | None = N
     only = mask.sum() == 1
     action = jnp.where(only, jnp.argmax(mask), action).astype(jnp.int32)
     source = jnp.where(only, ONLY_LEGAL, source).astype(jnp.int32)
-    return dict(action=action, source=source, settled=reacting & (fact_chal | certain), challenge=adv, values=vals)
+    view = dict(own_counts=v.own_counts, own_cards=v.own_cards, drawn=v.drawn, hidden=v.hidden, coins=v.coins,
+                phase=v.phase, actor=v.actor, p_challenge=challenge_probs(v, n, EVParams()),
+                marginals=post["role_marginals"])
+    return dict(action=action, source=source, settled=reacting & (fact_chal | certain), challenge=adv, values=vals,
+                view=view)
 
 
 def decide(obs, mask, num_players: int, params: AdvisorParams | None = None, style="balanced",
@@ -117,15 +124,18 @@ def decide(obs, mask, num_players: int, params: AdvisorParams | None = None, sty
     q = jnp.asarray(q, jnp.float32)
     se = jnp.asarray(se, jnp.float32)
     ok = jnp.asarray(searched, bool) & mask
-    best = jnp.argmax(jnp.where(ok, q, -jnp.inf)).astype(jnp.int32)
+    best = jnp.argmax(jnp.where(ok, q - 1e-6 * se, -jnp.inf)).astype(jnp.int32)  # a certain value first
     noise = jnp.sqrt(se ** 2 + se[best] ** 2)
-    tied = ok & (q[best] - q <= TIE_SIGMAS * noise)
+    # a certain value (no noise: a coup that ends the game) ties only with an equal certain one
+    certain = se[best] <= 0.0
+    tied = ok & jnp.where(certain, (q == q[best]) & (se <= 0.0),
+                          (q[best] - q <= TIE_SIGMAS * noise) & ((se > 0.0) | (jnp.arange(q.shape[0]) == best)))
     own_tied = (own >= 0) & tied[jnp.clip(own, 0)]
     use_search = ok.any() & ~settled & (mask.sum() > 1)
     pick_own = own_tied & (tied.sum() > 1)
     action = jnp.where(use_search, jnp.where(own_tied, own, best), own).astype(jnp.int32)
     source = jnp.where(use_search, jnp.where(pick_own, SEARCH_TIE, SEARCH), base["source"]).astype(jnp.int32)
-    close = jnp.where(use_search, tied.sum() > 1, adv["close_call"] & (base["source"] == ADVISOR))
+    close = jnp.where(use_search, (tied.sum() > 1) & ~certain, adv["close_call"] & (base["source"] == ADVISOR))
     return dict(base, action=action, source=source, advised=own, tied=tied, close_call=close)
 
 
@@ -182,72 +192,17 @@ def recommend(obs, mask, num_players: int, seat: int, search: dict | None = None
     name = lambda x: rules.action_name(int(x), seat, n)  # noqa: E731
     out = {"action": name(a), "action_id": a, "source": SOURCES[int(res["source"])], "settled": bool(res["settled"]),
            "close_call": bool(res["close_call"]), "style": style}
-    out["reasons"] = _reasons(res, out, search, seat, n, params)
+    facts = statements.build(res, search, seat, n, np.asarray(mask), out["source"])
+    out["statements"] = [st for st in facts if statements.check(st, res, search, seat, n)]
+    out["reasons"] = [statements.say(st, lambda s: _seat((s - seat) % n, seat, n),
+                                     lambda s: "your" if s == seat else f"seat {s}'s", str)
+                      for st in out["statements"]]
     out["alternatives"] = _alternatives(res, search, np.asarray(mask), seat, n)
     return out
 
 
 def _seat(rel: int, seat: int, n: int) -> str:
     return "you" if rel == 0 else f"seat {(seat + rel) % n}"
-
-
-def _claim_reasons(c: dict, seat: int, n: int, params: AdvisorParams) -> list[str]:
-    role = rules.ROLES[int(c["role"])].capitalize()
-    who = _seat(int(c["claimant"]), seat, n)
-    if bool(c["disproven"]):
-        return [f"{who.capitalize()} was caught bluffing {role} and has not drawn a new card since: it cannot "
-                f"hold a {role}, so a challenge wins for certain."]
-    if bool(c["impossible"]):
-        return [f"All 3 {role}s are accounted for ({int(c['revealed_role'])} revealed, {int(c['own_role'])} in "
-                f"your hand): {who} cannot hold a {role}, so a challenge wins for certain."]
-    p, theta = float(c["p_truth"]), float(c["theta"])
-    g, loss = (float(x) for x in gain_loss(c["context"], c["me_hidden"] == 1, c["claimant_hidden"] == 1,
-                                            c["threat"], c["stake"], params))
-    side = "below" if p < theta else "above"
-    out = [f"{who.capitalize()}'s {role} claim ({KINDS[int(c['kind'])].replace('_', ' ')}) is true with "
-           f"probability {p:.2f}, {side} the {theta:.2f} at which a challenge pays."]
-    last = "your last card: you would be out" if int(c["me_hidden"]) == 1 else "one of your two cards"
-    out.append(f"Challenging risks {last} if the claim is true (a cost of {loss:.2f} cards); catching a bluff "
-               f"gains about {g:.2f} cards.")
-    return out
-
-
-def _reasons(res: dict, out: dict, search, seat: int, n: int, params: AdvisorParams) -> list:
-    reasons = []
-    c = res["challenge"]
-    if bool(c["decision"]):
-        reasons += _claim_reasons(c, seat, n, params)
-    own = int(res["advised"])
-    src = out["source"]
-    if src == "one-step expected value":
-        ev = float(res["values"]["ev"][own])
-        reasons.append(f"{out['action']} has the best one-step value: {ev:+.2f} coins.")
-    elif src == "block rule":
-        reasons.append("You hold the role, so the block is honest." if out["action"].startswith("block:")
-                       else "A block would be a bluff: you hold none of the blocking roles.")
-    elif out["action"].startswith("block:"):
-        reasons.append("You hold the blocking role: an honest block stops the action at no risk to a card.")
-    if search is not None:
-        rows = {r["id"]: r for r in search["actions"] if r["value"] is not None}
-        best = max(rows.values(), key=lambda r: r["value"])
-        chosen = rows.get(out["action_id"])
-        if out["settled"]:
-            reasons.append(f"The search's sampled games give {best['action']} {best['value']:+.2f} ± "
-                           f"{best['se']:.2f}; rollout noise does not outweigh a public fact.")
-        elif src == "search, tie broken by the advice":
-            tied = [rows[i]["action"] for i in np.flatnonzero(res["tied"]) if i in rows]
-            reasons.append(f"Close call: {', '.join(tied)} are within noise of each other in the search; the "
-                           f"advice's own reason decides for {out['action']}.")
-        elif chosen is not None:
-            reasons.append(f"The search values {out['action']} at {chosen['value']:+.2f} ± {chosen['se']:.2f}"
-                           + (", within noise of another action: a close call." if out["close_call"]
-                              else ", clearly ahead."))
-            if own >= 0 and own != out["action_id"]:
-                reasons.append(f"The advice alone would say {rules.action_name(own, seat, n)}, but the search's lead "
-                               "is larger than its noise.")
-    elif out["close_call"]:
-        reasons.append("Close call: the probability is within the margin band of the threshold.")
-    return reasons
 
 
 def _alternatives(res: dict, search, mask, seat: int, n: int) -> list:

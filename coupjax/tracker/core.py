@@ -347,6 +347,9 @@ class Tracker:
                 raise TrackerError(f"you hold {len(known.hand)} card(s): no reveal:{i}", "action")
             if not f.reveals:
                 f = dataclasses.replace(f, reveals=((me, known.hand[i]),))
+            elif f.reveals[0][1] != known.hand[i]:  # the index and the role name two different cards
+                raise TrackerError(f"reveal:{i} is your {rules.ROLES[known.hand[i]]}, but the entry reports "
+                                   f"{rules.ROLES[f.reveals[0][1]]}", "reveals")
             name = "reveal"
         aid = self._action_id(name, f, known.hand)
         challenge = name == "challenge" and not f.forfeit

@@ -3,7 +3,7 @@ knew, then one seat event per step (`coupjax.events`' schema and validators, wit
 seat's own private parts only).
 
     {"type": "seat_record", "version": 1, "num_players": 4, "seat": 2,
-     "hand": ["duke", "captain"], "first": 0}
+     "hand": ["duke", "captain"], "first": 0}          (optional: "names", one per seat)
     {"type": "event", "step": 0, "seat": 0, "action": "tax", ...}
 
 `read` checks every line's schema strictly (nothing coerced or skipped) and hands the
@@ -24,6 +24,7 @@ from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"
 VERSION = 1
+MAX_NAME = 24  # characters of a player's name in the optional ``names`` of a header (the page's limit)
 
 
 def header(num_players: int, seat: int, hand, first: int) -> dict:
@@ -68,6 +69,12 @@ def check_header(d) -> None:
     if "num_players" not in d:
         raise FieldError("num_players", "missing")
     integer(rules.MIN_PLAYERS, rules.MAX_PLAYERS)(d["num_players"], "num_players")
+    if "names" in d:  # optional: the players' names, as a page that saved the game knew them
+        names = d["names"]
+        if (type(names) is not list or len(names) != d["num_players"]
+                or not all(type(x) is str and 0 < len(x) <= MAX_NAME and x.isprintable() for x in names)):
+            raise FieldError("names", f"expected {d['num_players']} names of 1 to {MAX_NAME} printable characters")
+        d = {k: v for k, v in d.items() if k != "names"}
     _header_check(d["num_players"])(d)
 
 
@@ -91,3 +98,32 @@ def events(path, lines: list[str], num_players: int):
             raise ReplayError(path, lineno, err.field, err.message) from None
         d.pop("type")
         yield lineno, d
+
+
+def with_names(data: bytes, names) -> bytes:
+    """A seat record's bytes with the players' ``names`` in its header (a download that
+    keeps them); anything else (a full match, a header that has names) as it was."""
+    first, sep, rest = data.partition(b"\n")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return data
+    if type(head) is not dict or head.get("type") != SEAT_RECORD or "names" in head or not names:
+        return data
+    head["names"] = [str(x)[:MAX_NAME] for x in names]
+    try:
+        check_header(head)
+    except FieldError:
+        return data
+    return json.dumps(head).encode() + sep + rest
+
+
+def names_of(data: bytes) -> list[str] | None:
+    """The ``names`` of a seat record's header, if it has valid ones."""
+    first = data.partition(b"\n")[0]
+    try:
+        head = json.loads(first)
+        check_header(head)
+    except (ValueError, FieldError):
+        return None
+    return head.get("names") if type(head) is dict else None

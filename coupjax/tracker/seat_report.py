@@ -85,8 +85,11 @@ def table(state, seat: int) -> dict:
 
 
 def beliefs(state, seat: int) -> list[dict]:
-    """Per opponent with cards: P(its hand holds each role) from CoupVisor (Appendix A's
-    claim probability) and from the exact posterior (the advisor's claim likelihoods)."""
+    """Per opponent with cards: P(their hand holds each role) from CoupVisor (Appendix A's
+    claim probability) and from the exact posterior (the advisor's claim likelihoods);
+    for the seat whose claim ``seat`` may challenge now, ``claim``: the role and the
+    probability that the claim is true, calibrated as the advice reads it (the figure
+    its reasons quote; the exact bar is the same belief before that correction)."""
     n = int(np.shape(state.rewards)[-1])
     fns, obs = _jitted(n), observation(state, seat)
     p_cv, p_ex = np.asarray(fns.coupvisor_truth(obs)), np.asarray(fns.exact_marginals(obs))
@@ -98,6 +101,13 @@ def beliefs(state, seat: int) -> list[dict]:
             out.append({"seat": s, "hidden": int(hidden[s]),
                         "coupvisor": {rules.ROLES[r]: round(float(p_cv[rel, r]), 4) for r in range(rules.NUM_ROLES)},
                         "exact": {rules.ROLES[r]: round(float(p_ex[rel, r]), 4) for r in range(rules.NUM_ROLES)}})
+    if not bool(state.terminated) and int(state.current_player) == seat:
+        ch = challenge_advice(obs, n, params=advice_params(), observer_seat=seat)
+        if ch["decision"]:
+            claimant = (seat + ch["claimant"]) % n
+            for b in out:
+                if b["seat"] == claimant:
+                    b["claim"] = {"role": ch["role_name"], "p_truth": round(float(ch["p_truth"]), 4)}
     return sorted(out, key=lambda b: b["seat"])
 
 

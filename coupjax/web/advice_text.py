@@ -18,6 +18,7 @@ import functools
 import numpy as np
 
 from coupjax import rules
+from coupjax.advice.statements import shown
 from coupjax.game import board
 from coupjax.game import deal
 from coupjax.match import compiled
@@ -60,10 +61,12 @@ def after_passes(state, seat: int, responders: list[int]):
     return state if int(state.current_player) == seat and int(board.phase(state)) == rules.PH_REACT else None
 
 
-def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], style: str) -> dict | None:
+def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], style: str,
+             choices: list | None = None) -> dict | None:
     """The advice in sentences: ``recommended`` (the one recommendation: its action, source,
     reasons, close call and value), ``challenge`` (the claim's evidence, when there is a
-    claim to challenge; no call of its own) and ``values`` (the search's, in words)."""
+    claim to challenge; no call of its own) and ``values`` (the search's, in words).
+    With the page's ``choices``, the recommendation is named by its button's label."""
     if adv is None:
         return None
     say = lambda name: words.action(names, me, name, table, me, hand)  # noqa: E731
@@ -71,10 +74,13 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
     rec = adv.get("recommendation")
     if rec is not None:
         row = next((a for a in rec["alternatives"] if a["id"] == rec["action_id"]), {})
-        out["recommended"] = {"action": rec["action"], "text": say(rec["action"]), "source": rec["source"],
+        text = words.button(choices, rec["action"], me) or say(rec["action"])
+        out["recommended"] = {"action": rec["action"], "text": text, "source": rec["source"],
                               "value": row.get("value"), "se": row.get("se"), "close_call": rec["close_call"],
                               "settled": rec["settled"],
-                              "reasons": [words.reason(x, names, me, hand) for x in rec["reasons"]]}
+                              "reasons": ([words.statement(st, names, me, hand) for st in rec["statements"]]
+                                          if "statements" in rec else
+                                          [words.reason(x, names, me, hand) for x in rec["reasons"]])}
     if "search" in adv:
         out["values"] = [{"action": a["action"], "text": words.short(names, a["action"], me, hand), "value": a["value"], "se": a["se"],
                           "best_share": a["best_share"]} for a in adv["search"]["actions"]]
@@ -87,8 +93,10 @@ def describe(adv: dict | None, names, me: int, table: dict, hand: list[str], sty
         else:
             side = "below" if ch["p_truth"] < ch["theta"] else "above"
             why = (f"{words.whose(names, claimant, me).capitalize() if claimant == me else words.whose(names, claimant, me)} "
-                   f"{role} claim is true with probability {ch['p_truth']:.2f}, "
-                   f"{side} the {ch['theta']:.2f} at which a challenge pays ({style} style)")
-        out["challenge"] = {"p_truth": ch["p_truth"], "theta": ch["theta"], "impossible": ch["impossible"],
+                   f"{role} claim is true with probability {shown(ch['p_truth']):.2f}, "
+                   f"{side} the {shown(ch['theta']):.2f} at which a challenge pays ({style} style)")
+        # the figures as the beliefs panel keeps them (4 places), so that the page shows the reasons' 2
+        out["challenge"] = {"p_truth": round(ch["p_truth"], 4), "theta": round(ch["theta"], 4),
+                            "impossible": ch["impossible"],
                             "sentence": why + ".", "explanation": words.why_in_full(ch, names, me, claimant, style)}
     return out

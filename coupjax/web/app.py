@@ -37,6 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from coupjax.jsonlines import ReplayError
 from coupjax.policies.registry import describe_policies
+from coupjax.tracker import record
 from coupjax.web.guard import COOKIE, HEADER, Guard, token_matches
 from coupjax.web.practice import PracticeGame, checkpoints
 from coupjax.web.readiness import Readiness
@@ -357,6 +358,8 @@ def create_app(games_dir, token: str | None = None, search: bool = True, hosts=L
     def download(gid: str):
         with lock:
             data = store.read_record(gid)
+            meta = store.read_meta(gid) or {}
+        data = record.with_names(data, meta.get("names"))  # a seat record keeps the players' names
         return Response(data, media_type="application/x-ndjson",
                         headers={"Content-Disposition": f'attachment; filename="{gid}.jsonl"'})
 

@@ -99,6 +99,20 @@ class Readiness:
         self._finished[num_players] = time.monotonic()
         self._advice_ready[num_players].set()
 
+    def ensure_all(self, order=(4, 3, 5, 2, 6)) -> threading.Thread:
+        """Compile every table size, one after the other in ``order`` (the default size
+        first), in one background thread: a size chosen later is ready, or already on its
+        way, before the start form names it (a size the form names first starts at once
+        and this thread waits for it rather than compiling it twice)."""
+        def run():
+            for n in order:
+                self.ensure(n)
+                self._advice_ready[n].wait()
+
+        thread = threading.Thread(target=run, daemon=True, name="compile-advice-all")
+        thread.start()
+        return thread
+
     def ensure_bot(self, spec: str, num_players: int, policies_dir=None) -> None:
         """Compile a practice opponent in a background thread, unless started (the caller
         checks ``spec`` is one the server offers); a failure is the game's to report."""

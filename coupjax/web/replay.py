@@ -13,10 +13,11 @@ import threading
 from coupjax import rules
 from coupjax.game import deal
 from coupjax.jsonlines import ReplayError
+from coupjax.tracker import record
 from coupjax.tracker.replay import frame, load_game
 from coupjax.web import advice_text
 from coupjax.web import words
-from coupjax.web.store import GameStore
+from coupjax.web.store import GameStore, UnknownGame
 from coupjax.web.table import BadRequest
 
 _CACHE: dict = {}
@@ -48,6 +49,14 @@ def game_of(store: GameStore, gid: str):
     return game
 
 
+def record_names(store: GameStore, gid: str) -> list[str] | None:
+    """The players' names a downloaded seat record carries (an upload of one)."""
+    try:
+        return record.names_of(store.read_record(gid))
+    except (OSError, ValueError, UnknownGame):
+        return None
+
+
 def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_search: bool = True,
                  style: str = "balanced") -> dict:
     meta = store.read_meta(gid) or {}
@@ -64,7 +73,7 @@ def replay_frame(store: GameStore, gid: str, step: int, seat: int | None, use_se
         raise BadRequest(f"seat: 0 to {n - 1}", "seat")
     if not isinstance(step, int) or not 0 <= step < total:
         raise BadRequest(f"step: 0 to {total - 1}", "step")
-    names = meta.get("names") or [f"Seat {s}" for s in range(n)]
+    names = meta.get("names") or record_names(store, gid) or [f"Seat {s}" for s in range(n)]
     fr = frame(game, step, seat, use_search)
     advice_for = "now" if fr["advice"] is not None else None
     state = game.states[step]

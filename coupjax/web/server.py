@@ -51,8 +51,8 @@ def serve(host: str, port: int, games_dir, search: bool = True, warm: bool = Tru
     from coupjax.web.readiness import Readiness
 
     readiness = Readiness(search)
-    if warm:  # a 4-player table's first advice compiles while the web stack loads and the player opens the page
-        readiness.ensure(4)
+    if warm:  # a 4-player table's first advice compiles while the web stack loads and the player opens the
+        readiness.ensure_all()  # page, then every other size, so that choosing one later does not wait
     import uvicorn
 
     from coupjax.web.app import create_app

@@ -30,6 +30,7 @@ from pathlib import Path
 from coupjax.jsonlines import MAX_FILE_BYTES, ReplayError, first_line, read_bytes, read_json
 
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+TITLE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.#,!?'()&-]{0,99}$")  # a name a person gives a game
 
 
 def default_games_dir() -> Path:
@@ -140,7 +141,7 @@ class GameStore:
         row = {"id": gid, "modified": path.stat().st_mtime, "kind": "file", "names": None,
                "num_players": None, "steps": None, "done": None}
         if meta:
-            row.update({k: meta.get(k) for k in ("kind", "names", "num_players", "steps", "done", "seat")})
+            row.update({k: meta.get(k) for k in ("kind", "names", "num_players", "steps", "done", "seat", "title")})
         else:
             row["kind"] = _file_kind(path)
         return row
@@ -162,15 +163,20 @@ class GameStore:
         return read_bytes(self.own_record(gid), MAX_FILE_BYTES)
 
     def rename(self, gid: str, name: str) -> str:
-        """Give a game the id ``name`` (module doc); returns it."""
+        """Give a game the name ``name`` (module doc): a person's words ("Friday night game
+        #1") kept as its ``title`` beside its record, and an id made of them (spaces and
+        other marks as "-"); returns the id."""
         self.own_record(gid)
         if self.meta_path(gid).is_symlink():
             raise UnknownGame(gid)
-        new = name.strip() if isinstance(name, str) else ""
-        if not ID_RE.match(new) or new.endswith((".json", ".jsonl", ".tmp")):
-            raise ValueError(f"name: {new[:100]!r} is not a game name (letters, digits, _ . -, at most 100, "
-                             f"starting with a letter or digit)")
+        title = " ".join(name.split()) if isinstance(name, str) and not re.search(r"[\x00-\x1f\x7f]", name) else ""
+        new = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-")
+        if (not TITLE_RE.match(title) or not ID_RE.match(new) or new.endswith((".json", ".jsonl", ".tmp"))
+                or title.startswith(".")):
+            raise ValueError(f"name: {title[:100]!r} is not a game name (letters, digits, spaces and "
+                             f"_ . - # , ! ? ' ( ) &, at most 100, starting with a letter or digit)")
         if new == gid:
+            self._set_title(gid, title)
             return gid
         pairs = [(self.record_path(gid), self.record_path(new))]
         if self.meta_path(gid).is_file():
@@ -188,7 +194,14 @@ class GameStore:
             raise GameExists(new) from None
         for src, _ in pairs:
             src.unlink()
+        self._set_title(new, title)
         return new
+
+    def _set_title(self, gid: str, title: str) -> None:
+        """Keep the name as the person wrote it in the page's side of the game, if it has one."""
+        meta = self.read_meta(gid)
+        if meta is not None and self.meta_path(gid).is_file():
+            write_atomic(self.meta_path(gid), json.dumps(dict(meta, title=title), indent=1))
 
     def delete(self, gid: str) -> None:
         """Remove a game's files: the record first (a page's side alone is never listed)."""

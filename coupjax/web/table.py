@@ -179,9 +179,10 @@ class TableGame:
             if not m or given >= int(m.group(1)):
                 return []
             seats = seats + [None] * (int(m.group(1)) - len(seats))
-            return [self._reveal_ask(s) for s in seats[given:]]
+            return [self._reveal_ask(s, self._caught(entry, s)) for s in seats[given:]]
         if f == "reveals" and not entry.get("reveals") and msg.startswith("give the revealed card"):
-            return [self._reveal_ask(entry.get("seat", t.current_player))]
+            s = entry.get("seat", t.current_player)
+            return [self._reveal_ask(s, self._caught(entry, s))]
         if f == "redraw" and entry.get("redraw") is None and "give the card" in msg:
             return [{"field": "redraw", "question": "Your claim was proven: which card did you draw in its place?",
                      "options": ROLE_OPTIONS}]
@@ -192,14 +193,27 @@ class TableGame:
             return [self._bluff_ask(names, me)]
         return []
 
-    def _reveal_ask(self, s) -> dict:
+    def _caught(self, entry: dict, s) -> set:
+        """The roles seat ``s`` cannot reveal: those they were caught bluffing (before this
+        entry, or by this entry's challenge)."""
+        v = self.tracker.view()
+        out = set(v["disproven"][s]) if s is not None else set()
+        if entry.get("action") == "challenge" and entry.get("bluff_caught"):
+            claimant = v["blocker"] if v["phase"] == "answer_block" else v["actor"]
+            role = v["block_role"] if v["phase"] == "answer_block" else words.ROLE_OF.get(v["main_action"] or "")
+            if claimant == s and role:
+                out.add(role)
+        return out
+
+    def _reveal_ask(self, s, cannot=()) -> dict:
         names, me = self.meta["names"], self.tracker.seat
         if s == me:
             hand = self.tracker.own_hand()
             return {"field": "reveals", "seat": s, "question": "Which of your cards did you lose?",
                     "options": [{"label": words.title(r), "value": r} for r in dict.fromkeys(hand)] or ROLE_OPTIONS}
         q = f"Which card did {names[s]} reveal?" if s is not None else "Which card was revealed?"
-        return {"field": "reveals", "seat": s, "question": q, "options": ROLE_OPTIONS}
+        return {"field": "reveals", "seat": s, "question": q,
+                "options": [o for o in ROLE_OPTIONS if o["value"] not in cannot] or ROLE_OPTIONS}
 
     def _bluff_ask(self, names, me, claimant=None, role=None) -> dict:
         v = self.tracker.view()
@@ -254,8 +268,10 @@ class TableGame:
             if p == me:
                 for i, role in enumerate(t.own_hand()):
                     add(f"Lose your {words.title(role)}", {"seat": me, "action": f"reveal:{i}"}, kind="reveal")
-            else:
-                add(f"{names[p]} loses a card", {"seat": p, "action": "reveal"}, [self._reveal_ask(p)], "reveal")
+            else:  # one tap: the card they reveal (not one they were caught bluffing)
+                for o in self._reveal_ask(p, set(v["disproven"][p]))["options"]:
+                    add(f"{names[p]} reveals {o['label']}",
+                        {"seat": p, "action": "reveal", "reveals": [{"seat": p, "role": o["value"]}]}, kind="reveal")
         elif phase == "exchange":
             if p == me:
                 for a in ex["actions"]:
@@ -304,20 +320,29 @@ class TableGame:
                 later = advice_text.after_passes(state, me, view["expects"]["responders"])
                 if later is not None:
                     adv, advice_for = advice_text.advice(later, me, style, use_search, key), "if_passed"
+        choices = self.choices()
         return {
             "id": self.id, "kind": self.kind, "names": names, "seat": me, "num_players": t.num_players,
             "style": style, "table": view, "hand": hand, "drawn": t.own_drawn(),
             "beliefs": t.beliefs() if with_advice else None,
             "advice": adv, "advice_for": advice_for,
-            "advice_words": advice_text.describe(adv, names, me, view, hand, style),
-            "prompt": self._prompt(view), "choices": self.choices(),
+            "advice_words": advice_text.describe(adv, names, me, view, hand, style,
+                                                 choices if advice_for == "now" else None),
+            "prompt": self._prompt(view), "choices": choices,
             "log": [{"step": k, "text": words.event(names, e, me)} for k, e in enumerate(t.events)],
             "warnings": copy.deepcopy(self.meta["warnings"]), "can_undo": bool(self.meta["entries"]),
             "done": t.done, "search": use_search,
         }
 
     def _prompt(self, v: dict) -> str:
-        return words.prompt(self.meta["names"], v, self.tracker.seat)
+        """What the table waits for; before a card loss, what led to it (the card a
+        challenge showed), so the question does not come out of nowhere."""
+        names, me, t = self.meta["names"], self.tracker.seat, self.tracker
+        text = words.prompt(names, v, me)
+        if v["phase"] == "lose" and t.events:
+            last = words.event(names, t.events[-1], me)
+            text = f"{last[0].upper() + last[1:]}. {text}"
+        return text
 
 
 def bound_warnings(meta: dict) -> None:

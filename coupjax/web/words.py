@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from coupjax import rules
+from coupjax.advice import statements
 
 ROLE_OF = {"tax": "duke", "exchange": "ambassador", "assassinate": "assassin", "steal": "captain"}
 
@@ -53,6 +54,8 @@ def policy_name(spec: str) -> str:
     base = spec.split(":")[0]
     if base in POLICY_NAMES:
         return POLICY_NAMES[base] + (f" ({spec.split(':', 1)[1]})" if ":" in spec else "")
+    if "/" not in spec:  # a registered policy without a name of its own here: "best" -> "Best", as the others
+        return spec.replace("_", " ").capitalize()
     parts = [x for x in spec.split("/") if x]
     if len(parts) > 1 and parts[-1] == "export":  # runs/NAME/export: the run's name
         parts.pop()
@@ -80,7 +83,7 @@ def _verb(you: bool, verb: str) -> str:
     return {"takes": "take", "coups": "coup", "claims": "claim", "loses": "lose", "finishes": "finish",
             "challenges": "challenge", "blocks": "block", "passes": "pass", "accepts": "accept",
             "chooses": "choose", "steals": "steal", "assassinates": "assassinate", "reveals": "reveal",
-            "draws": "draw", "does": "do", "is": "are", "has": "have", "was": "were"}.get(verb, verb)
+            "draws": "draw", "does": "do", "is": "are", "has": "have", "was": "were", "shows": "show"}.get(verb, verb)
 
 
 def verb(names, s, me, v: str) -> str:
@@ -174,7 +177,9 @@ def event(names, ev: dict, me=None) -> str:
     ch = ev.get("challenge")
     if ch:
         c = who(names, ch["seat"], me)
-        parts.append(f"{c} {'bluffed' if ch['bluff_caught'] else 'held'} {a_role(ch['role'])}")
+        s_ = ch["seat"]
+        parts.append(f"{c} {verb(names, s_, me, 'was')} caught bluffing: no {title(ch['role'])}" if ch["bluff_caught"]
+                     else f"{c} {verb(names, s_, me, 'shows')} {a_role(ch['role'])}")
     if ev.get("redraw"):
         parts.append(f"{who(names, ev['seat'] if ch is None else ch['seat'], me)} drew {title(ev['redraw'])}")
     for x in ev.get("reveals", []):
@@ -211,13 +216,17 @@ def prompt(names, v: dict, me=None) -> str:
     act = main_action(names, v["actor"], v["main_action"] + (f":{v['target']}" if v["target"] is not None
                                                              else ""), me)
     if phase == "react":
-        return f"{act}. Any challenge or block?"
+        main = rules.MAIN_ACTIONS.index(v["main_action"])
+        can = (["challenge"] if rules.ACTION_CLAIM[main] >= 0 else []) + (
+            ["block"] if rules.ACTION_BLOCKERS[main].any() else [])
+        return f"{act}. Any {' or '.join(can)}?"
     if phase == "answer_block":
         a = v["actor"]
         return f"{act}; {who(names, v['blocker'], me)} blocked with {title(v['block_role'])}. " \
                f"{_verb_cap(a == me, 'Does')} {who(names, a, me)} challenge the block?"
     if phase == "lose":
-        return f"{Who(names, p, me)} must lose a card."
+        return f"{Who(names, p, me)} must lose a card." + ("" if me is not None and p == me else
+                                                          " Which card did they reveal?")
     return f"{Who(names, p, me)} {verb(names, p, me, 'chooses')} the cards to keep."
 
 
@@ -252,6 +261,13 @@ def _join(items: list[str]) -> str:
 
 
 # ------------------------------------------------------------------ advice in plain words
+def statement(st: dict, names, me=None, hand=None) -> str:
+    """One typed reason of the advice (`coupjax.advice.statements`), checked before it
+    reached here, in the page's words: seats by name, actions as the value table says them."""
+    return statements.say(st, lambda s: who(names, s, me), lambda s: whose(names, s, me),
+                          lambda a: short(names, a, me, hand))
+
+
 _SEAT = re.compile(r"\b([Ss])eat (\d+)('s)?")
 _NAME = re.compile(r"(?<!\()\b(income|foreign_aid|tax|exchange|coup:\d|assassinate:\d|steal:\d|block:[a-z]+|"
                    r"reveal:\d|keep:[a-z+]+|challenge|pass)\b(?![ ]\()")
@@ -355,3 +371,18 @@ def why_in_full(ch: dict, names, me, claimant: int, style: str) -> list[str]:
                    f"changed; you can see {vis} of the 3 {role}s ({rev} revealed, {own} in your hand); the deck "
                    f"holds {plural(int(ch.get('deck', 0)), 'card')}.")
     return out
+
+
+def button(choices, action: str, me) -> str | None:
+    """The label of the button that plays ``action`` for ``me`` among the page's
+    ``choices`` (a pass where no pass button is offered: the "All passed" one), so the
+    advice names what the player will tap, word for word."""
+    for c in choices or []:
+        e = c.get("entry") or {}
+        if c.get("action") == action or (e.get("action") == action and e.get("seat") == me):
+            return c["label"]
+    if action == "pass":
+        for c in choices or []:
+            if (c.get("entry") or {}).get("action") == "all_passed":
+                return c["label"]
+    return None

@@ -12,7 +12,7 @@ def _ci(r, key="win_rate", lo="ci95_low", hi="ci95_high", d=3):
     return f"{_f(r[key], d)} [{_f(r[lo], d)}, {_f(r[hi], d)}]"
 
 
-def _table(head, rows) -> list[str]:
+def markdown_table(head, rows) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return out + [""]
@@ -40,7 +40,7 @@ def policy_section(rep, cfg) -> list[str]:
                          _f(off.get("winner_action_match")), _f(off.get("one_step_regret"), 2),
                          _f(r["bluff_rate"]), _f(r["challenge_rate"]), _f(r["action_entropy"])])
         lines += [f"### {cond}", ""]
-        lines += _table(["policy", "win rate [95%]", "wins/games", "over seeds", "mean place", "shaped reward",
+        lines += markdown_table(["policy", "win rate [95%]", "wins/games", "over seeds", "mean place", "shaped reward",
                          "win reward", "winner match", "regret (coins)", "bluff rate", "challenge rate",
                          "entropy (nats)"], rows)
     return lines
@@ -66,7 +66,7 @@ def advisor_section(rep, cfg) -> list[str]:
             rows.append([f"`{belief}`", cond, f1, _f(m["precision"]), _f(m["recall"]),
                          _f(m["outcome_accuracy"], 4), _f(m["outcome_score"]), _f(m["brier"]), _f(m["ece"]),
                          _f(m["roc_auc"]), f"{m['tp']}/{m['fp']}/{m['fn']}/{m['tn']}", f"{m['claims']:,}"])
-    lines += _table(["belief", "condition", "F1 [95% over games]", "precision", "recall", "outcome acc.",
+    lines += markdown_table(["belief", "condition", "F1 [95% over games]", "precision", "recall", "outcome acc.",
                      "outcome score", "Brier", "ECE", "ROC-AUC", "tp/fp/fn/tn", "claims"], rows)
     lines += ["![reliability](figures/reliability.png)", "", "### Errors by claim kind (exact belief)", ""]
     rows = []
@@ -75,7 +75,7 @@ def advisor_section(rep, cfg) -> list[str]:
         for kind, m in per.items():
             rows.append([cond, kind, f"{m['claims']:,}", _f(m["bluff_rate"]), m["tp"], m["fp"], m["fn"], m["tn"],
                          _f(m["f1"]), _f(m["outcome_accuracy"]), _f(m["ece"])])
-    lines += _table(["condition", "claim kind", "claims", "bluff rate", "tp", "fp", "fn", "tn", "F1",
+    lines += markdown_table(["condition", "claim kind", "claims", "bluff rate", "tp", "fp", "fn", "tn", "F1",
                      "outcome acc.", "ECE"], rows)
     lines += ["![claim errors](figures/claim_errors.png)", ""]
     if rep["advice_on_off"]:
@@ -88,7 +88,7 @@ def advisor_section(rep, cfg) -> list[str]:
                 rows.append([f"`{label}`", d["base"], d["belief"], cond, _ci(d["on"]), _ci(d["off"]),
                              f"{d['win_rate_change']:+.3f}", _f(d["challenge_rate_on"]),
                              _f(d["challenge_rate_off"])])
-        lines += _table(["advised seat", "base", "belief", "condition", "win rate on", "win rate off", "change",
+        lines += markdown_table(["advised seat", "base", "belief", "condition", "win rate on", "win rate off", "change",
                          "challenge rate on", "off"], rows)
     if rep.get("advice_paired"):
         lines += ["### The page's advice on vs off (paired, same seat, same tables)", "",
@@ -99,7 +99,18 @@ def advisor_section(rep, cfg) -> list[str]:
                  f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", d["verdict"],
                  f"{d['games']:,} x {len(d['seeds'])}"]
                 for base, conds in rep["advice_paired"].items() for cond, d in conds.items()]
-        lines += _table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
+        lines += markdown_table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
+                        rows)
+    if rep.get("advice_paired_search"):
+        lines += ["### The page's default advice (search on) vs off (paired, same seat, same tables)", "",
+                  "The same with the page's default: the recommendation with the page's search at its budget "
+                  "(`advised:BASE:search`). The page's default should be whichever of the two settings wins games.",
+                  ""]
+        rows = [[f"`{base}`", cond, _f(d["win_rate_on"]), _f(d["win_rate_off"]),
+                 f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", d["verdict"],
+                 f"{d['games']:,} x {len(d['seeds'])}"]
+                for base, conds in rep["advice_paired_search"].items() for cond, d in conds.items()]
+        lines += markdown_table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
                         rows)
     if rep.get("reaction_rates"):
         lines += ["### Challenge and block rates per claimed role", "",
@@ -112,7 +123,7 @@ def advisor_section(rep, cfg) -> list[str]:
             for cond, roles in conds.items():
                 rows.append([f"`{label}`", cond, *(f"{_f(r['challenge_rate'], 2)} / {_f(r['block_rate'], 2)}"
                                                    for r in (roles[x] for x in rules.ROLES))])
-        lines += _table(["policy", "condition", *(f"{x}: challenged / blocked" for x in rules.ROLES)], rows)
+        lines += markdown_table(["policy", "condition", *(f"{x}: challenged / blocked" for x in rules.ROLES)], rows)
     if rep.get("exploit_probes"):
         lines += ["### Exploit probes", "",
                   "The strongest of the scripted probes (`role_bluffer:ROLE:RATE`, `bluffer`, `aggressive`), chosen "
@@ -124,7 +135,7 @@ def advisor_section(rep, cfg) -> list[str]:
                  _f(d["win_rate_vs_baseline"]), f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]",
                  f"{d['upper95']:+.3f}", f"{d['games']:,}"]
                 for d in rep["exploit_probes"].values()]
-        lines += _table(["policy", "baseline", "strongest probe", "its win rate vs policy", "vs baseline",
+        lines += markdown_table(["policy", "baseline", "strongest probe", "its win rate vs policy", "vs baseline",
                          "difference [95%]", "upper bound", "tables"], rows)
     return lines
 
@@ -139,7 +150,7 @@ def cross_section(rep, cfg) -> list[str]:
              f"{cfg.cross_play_games:,} tables per cell (win rate; a seat's fair share is "
              f"{1 / cfg.num_players:.2f}).", ""]
     rows = [[f"`{a}`"] + [_f(cp["cells"][f"{a}|{b}"]["win_rate"], 2) for b in labels] for a in labels]
-    lines += _table(["tested \\ opponents"] + labels, rows)
+    lines += markdown_table(["tested \\ opponents"] + labels, rows)
     lines += ["![cross-play](figures/cross_play.png)", ""]
     if rep["ratings"]:
         r = rep["ratings"]
@@ -149,7 +160,7 @@ def cross_section(rep, cfg) -> list[str]:
                   "Interval: mu +- 2 sigma; ordinal = mu - 3 sigma.", ""]
         rows = [[f"`{x}`", _f(v["mu"], 2), _f(v["sigma"], 2), f"[{_f(v['ci95'][0], 2)}, {_f(v['ci95'][1], 2)}]",
                  _f(v["ordinal"], 2), f"{v['games']:,}"] for x, v in sorted(r.items(), key=lambda kv: -kv[1]["mu"])]
-        lines += _table(["policy", "mu", "sigma", "mu +- 2 sigma", "ordinal", "tables"], rows)
+        lines += markdown_table(["policy", "mu", "sigma", "mu +- 2 sigma", "ordinal", "tables"], rows)
         lines += ["![ratings](figures/ratings.png)", ""]
     return lines
 
@@ -167,7 +178,7 @@ def players_section(rep, cfg) -> list[str]:
     for cond in cfg.conditions:
         rows = [[f"`{x}`"] + [_ci(bp[k][x][cond]) if x in bp[k] and cond in bp[k][x] else "-" for k in ks]
                 for x in labels]
-        lines += [f"### {cond}", ""] + _table(["policy"] + [f"{k} players" for k in ks], rows)
+        lines += [f"### {cond}", ""] + markdown_table(["policy"] + [f"{k} players" for k in ks], rows)
     return lines
 
 
@@ -182,9 +193,9 @@ def scenario_section(rep) -> list[str]:
     rows = [[f"`{x}`", _f(v["mean_mass"]), f"{v['hits']}/{v['count']}"]
             for x, v in sorted(sc["policies"].items(), key=lambda kv: -kv[1]["mean_mass"])]
     rows += [[f"advisor `{b}`", "-", f"{v['correct']}/{v['count']}"] for b, v in sc["advisors"].items()]
-    lines += _table(["policy / advisor", "mean mass on sound play", "sound top play"], rows)
+    lines += markdown_table(["policy / advisor", "mean mass on sound play", "sound top play"], rows)
     lines += ["![scenarios](figures/scenarios.png)", "", "<details><summary>The scenarios and why</summary>", ""]
-    lines += _table(["scenario", "decision", "sound play", "why"],
+    lines += markdown_table(["scenario", "decision", "sound play", "why"],
                     [[s["name"], s["kind"], ", ".join(s["sound"]), s["reason"]] for s in sc["scenarios"]])
     return lines + ["</details>", ""]
 
@@ -203,7 +214,7 @@ def ablation_section(rep) -> list[str]:
         c = a["curves"]
         rows.append([label, _f(c["entropy"][0]), _f(c["entropy"][-1]), _f(sum(c["entropy"]) / len(c["entropy"])),
                      _f(c["episode_return"][-1]), _f(c["win_rate"][-1])])
-    lines += _table(["run", "entropy first chunk", "entropy last chunk", "mean entropy", "final episode reward",
+    lines += markdown_table(["run", "entropy first chunk", "entropy last chunk", "mean entropy", "final episode reward",
                      "final win rate"], rows)
     return lines + ["![ablation curves](figures/ablation_curves.png)", "",
                     "![ablation actions](figures/ablation_actions.png)", ""]
@@ -253,6 +264,6 @@ def render(rep: dict, cfg, meta: dict) -> str:
               "seconds over all threads):", ""]
     rows = [[k, f"{v['seconds']:.0f}", f"{v.get('cpu_seconds', 0):.0f}", v["cells"]] for k, v in meta["stages"].items()]
     rows += [[k, f"{meta[f'seconds_{k}']:.0f}", "-", "-"] for k in ("results", "figures") if f"seconds_{k}" in meta]
-    lines += _table(["stage", "wall seconds", "CPU seconds", "cells"], rows)
+    lines += markdown_table(["stage", "wall seconds", "CPU seconds", "cells"], rows)
     lines += selection(cfg) + definitions()
     return "\n".join(lines)

@@ -35,8 +35,8 @@ from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.pools import SCRIPTED_NAMES
-from evals.report.play import condition_weights
-from evals.report.shard import over_devices
+from evals.lib.play import condition_weights
+from evals.lib.shard import over_devices
 
 MAX_ROWS = 320  # decisions logged per game (a game past it is rare; overflow counted)
 ROW_BLOCK = 2048

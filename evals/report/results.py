@@ -3,7 +3,7 @@ rate, ratings, cross-play, scenario and ablation tables.
 
 Layout of ``report.json`` (every rate has its counts beside it):
 
-* ``policies``: label -> condition -> the pooled row of `evals.report.stats.row`
+* ``policies``: label -> condition -> the pooled row of `evals.lib.stats.row`
   (``games``, ``wins``, ``win_rate``, ``ci95_low``, ``ci95_high``, placement, both
   episode rewards, bluff / challenge counts and rates, entropy) plus ``seeds`` (the
   Student-t interval of the win rate over the per-seed values) and ``offline``
@@ -15,19 +15,23 @@ Layout of ``report.json`` (every rate has its counts beside it):
   bootstrap ``ci95_low`` / ``ci95_high`` and ``p_value``, ``placement`` (the same for the
   mean placement), ``games`` (tables per seed), ``seeds`` and ``verdict`` (as
   ``python -m evals.compare`` words it);
+* ``advice_paired_search``: the same for the page's default advice, search on at the
+  page's budget (``advised:BASE:search``) against BASE, for ``advice_search_bases``;
 * ``reaction_rates``: label -> condition -> role -> ``challenge_opportunities``,
   ``challenges``, ``challenge_rate``, ``block_opportunities``, ``blocks``, ``bluff_blocks``,
   ``block_rate`` (`evals.reaction_rates`);
 * ``exploit_probes``: label -> the strongest scripted probe against its policy and its
-  baseline (`evals.report.probes.probe`: ``strongest``, ``win_rate_vs_policy``,
+  baseline (`evals.lib.probes.probe`: ``strongest``, ``win_rate_vs_policy``,
   ``win_rate_vs_baseline``, ``diff``, ``ci95_low``, ``ci95_high``, ``upper95``, ``probes``);
 * ``by_players``: table size -> label -> condition -> row;
 * ``cross_play``: ``labels``, ``win_rate`` [tested][opponent] and every cell's row;
 * ``ratings``: label -> ``mu``, ``sigma``, ``ordinal`` (mu - 3 sigma), ``games`` (the
   openskill Plackett-Luce model over the mixed tables' placements);
 * ``advisor``: belief -> condition -> ``tp``, ``fp``, ``fn``, ``tn``, ``f1``, ``brier``,
-  ``ece``, ... (`evals.report.advisor.belief_metrics`), with ``coupvisor_paper`` the
-  published figures; ``scenarios``; ``ablation``.
+  ``ece``, ... (`evals.lib.advisor.metrics.belief_metrics`), with ``coupvisor_paper`` the
+  published figures, and ``advisor_constants`` (``alpha``, ``v_last``: the page's,
+  `coupjax.advice.recommend.advice_params`, which every advised row and F1 here uses);
+  ``scenarios``; ``ablation``.
 """
 from __future__ import annotations
 
@@ -37,9 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.report import stats
-from evals.report.advisor import condition_metrics, pool
-from evals.report.paired import verdict
+from evals.lib import stats
+from evals.lib.advisor.metrics import condition_metrics, pool
+from evals.lib.paired import verdict
 
 # CoupVisor's published advisor figures (conditions in this order)
 COUPVISOR_PAPER = {"aggressive_heavy": {"f1": 0.5641, "outcome_accuracy": 0.5619},
@@ -58,6 +62,14 @@ def _nan_to_none(x):
     if isinstance(x, (np.integer,)):
         return int(x)
     return x
+
+
+def advisor_constants(params=None) -> dict:
+    """The value constants of the advisor the report scores and seats (the page's)."""
+    from coupjax.advice.recommend import advice_params
+
+    p = advice_params() if params is None else params
+    return {"alpha": float(p.alpha), "v_last": float(p.v_last)}
 
 
 def pooled_rows(cells: dict, labels: list, conditions, seeds) -> dict:
@@ -120,7 +132,7 @@ def ratings(mixed: dict, seed: int = 0) -> dict:
                 "games": games[x]} for x, r in rating.items()}
 
 
-def cross_table(cross: dict) -> dict:
+def cross_play_results(cross: dict) -> dict:
     if not cross:
         return {}
     labels = cross["labels"]
@@ -129,7 +141,7 @@ def cross_table(cross: dict) -> dict:
     return {"labels": labels, "win_rate": wr, "cells": cells}
 
 
-def advisor_table(cells: dict, conditions) -> dict:
+def advisor_results(cells: dict, conditions) -> dict:
     out = {}
     for cond in conditions:
         parts = [c for (cc, _), c in cells.items() if cc == cond]
@@ -155,11 +167,13 @@ def advice_on_off(policies: dict, cfg) -> dict:
     return out
 
 
-def advice_paired(cells: dict, cfg) -> dict:
-    """The ``advice_paired`` block (module doc) from the suite's ``advice/{condition}`` cells."""
+def advice_paired(cells: dict, cfg, bases=None) -> dict:
+    """The ``advice_paired`` block (module doc) from the suite's ``advice/{condition}`` cells
+    (``bases``: default the config's ``advice_bases``; ``advice_paired_search`` is the same
+    block of ``advice_search_bases`` from the ``advice_search/{condition}`` cells)."""
     out = {}
     for cond, cell in cells.items():
-        for i, base in enumerate(cfg.advice_bases):
+        for i, base in enumerate(cfg.advice_bases if bases is None else bases):
             on, off = np.asarray(cell["wins_on"][i:i + 1]), np.asarray(cell["wins_off"][i:i + 1])
             win = stats.paired_bootstrap(on, off)
             place = stats.paired_bootstrap(cell["place_on"][i:i + 1], cell["place_off"][i:i + 1])
@@ -172,7 +186,7 @@ def advice_paired(cells: dict, cfg) -> dict:
     return out
 
 
-def reaction_table(cells: dict, cfg) -> dict:
+def reaction_results(cells: dict, cfg) -> dict:
     """label -> condition -> role -> counts and rates, from the ``reactions/{condition}`` cells."""
     return {label: {cond: cell[label] for cond, cell in cells.items() if label in cell}
             for label in cfg.reaction_policies if any(label in cell for cell in cells.values())}
@@ -214,17 +228,19 @@ def build(cfg, res: dict) -> dict:
     out = {
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "advice_paired": advice_paired(res.get("advice", {}), cfg),
-        "reaction_rates": reaction_table(res.get("reactions", {}), cfg),
+        "advice_paired_search": advice_paired(res.get("advice_search", {}), cfg, cfg.advice_search_bases),
+        "reaction_rates": reaction_results(res.get("reactions", {}), cfg),
         "exploit_probes": dict(res.get("probes", {})),
-        "by_players": by_players, "cross_play": cross_table(res["cross"]),
+        "by_players": by_players, "cross_play": cross_play_results(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
-        "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,
-        "scenarios": scenario_table(res["scenarios"]), "ablation": read_ablation(cfg.ablation),
+        "advisor": advisor_results(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,
+        "advisor_constants": advisor_constants(),
+        "scenarios": scenario_results(res["scenarios"]), "ablation": read_ablation(cfg.ablation),
     }
     return _nan_to_none(out)
 
 
-def scenario_table(sc: dict) -> dict:
+def scenario_results(sc: dict) -> dict:
     if not sc:
         return {}
     out = {"scenarios": sc["scenarios"], "policies": {}, "advisors": {}}

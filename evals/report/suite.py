@@ -15,18 +15,18 @@ Cells (`evals.report.cells`), in the order they run:
 * ``mixed/part{i}``: tables whose every seat is drawn uniformly from the cross-play
   policies (the ratings' games);
 * ``positions/{condition}/s{seed}``: the offline metrics (`evals.report.positions`);
-* ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.report.advisor`);
+* ``advisor/{condition}/s{seed}``: the advisor's records and scores (`evals.lib.advisor.metrics`);
 * ``advice/{condition}``: each of ``advice_bases`` with the page's advice
   (``advised:BASE``) and without, paired on ``advice_games`` tables per seed: per-table
-  wins and placements (`evals.report.paired.play_paired`);
+  wins and placements (`evals.lib.paired.play_paired`);
 * ``reactions/{condition}``: ``reaction_policies``' challenge and block rates per claimed
-  role on ``reaction_games`` tables of the first seed (`evals.report.reactions`);
+  role on ``reaction_games`` tables of the first seed (`evals.lib.reactions`);
 * ``probes/{label}``: each of ``exploit_probes``: the strongest scripted probe tuned
   against its policy, then against the policy and its baseline on ``probe_games`` tables
-  of the first seed (`evals.report.probes`);
+  of the first seed (`evals.lib.probes`);
 * ``scenarios``: the scenario benchmark (`evals.report.decision_benchmark`).
 
-Every table is played in `coupjax.seat_tables`'s loop (`evals.report.play`).
+Every table is played in `coupjax.seat_tables`'s loop (`evals.lib.play`).
 """
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from evals.report import positions
 from evals.report import decision_benchmark
-from evals.report import stats as ST
-from evals.report.advisor import AdvisorRecorder
-from evals.report.paired import play_paired
-from evals.report.probes import probe
-from evals.report.reactions import reaction_rates
-from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
+from evals.lib import stats as ST
+from evals.lib.advisor.metrics import AdvisorRecorder
+from evals.lib.paired import play_paired
+from evals.lib.probes import probe
+from evals.lib.reactions import reaction_rates
+from evals.lib.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
-from evals.report.policies import build_policies, fits_table
+from evals.lib.policies import build_policies, fits_table
 
 CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
 MIXED_SLICE = 5000
@@ -388,25 +388,29 @@ class Suite:
 
         return self.store.cell("scenarios", compute)
 
-    def advice_cells(self) -> dict:
+    def advice_cells(self, search: bool = False) -> dict:
         """condition -> cell ``advice/{condition}``: wins and placements [bases, seeds,
-        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables."""
+        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables; with
+        ``search``, cell ``advice_search/{condition}`` of ``advised:BASE:search`` (the page's
+        default advice) for ``advice_search_bases``."""
         cfg = self.cfg
-        if not cfg.advice_bases or cfg.advice_games == 0:
+        bases = list(cfg.advice_search_bases if search else cfg.advice_bases)
+        games = cfg.advice_search_games if search else cfg.advice_games
+        if not bases or games == 0:
             return {}
         env = self.env(cfg.num_players)
-        bases = list(cfg.advice_bases)
+        name, tail = ("advice_search", ":search") if search else ("advice", "")
 
         def compute(cond):
-            task = self.task(f"advice on/off {cond}", 1)
-            r = play_paired(env, [f"advised:{b}" for b in bases], bases, cfg.advice_games, list(cfg.seeds), cond,
+            task = self.task(f"{name} on/off {cond}", 1)
+            r = play_paired(env, [f"advised:{b}{tail}" for b in bases], bases, games, list(cfg.seeds), cond,
                             batch=cfg.batch)
             self.finish(task)
             (wa, wb), (pa, pb) = r["wins"], r["placement"]
             return {}, {"wins_on": wa.astype(np.int8), "wins_off": wb.astype(np.int8),
                         "place_on": pa.astype(np.int8), "place_off": pb.astype(np.int8)}
 
-        return {cond: self.store.cell(f"advice/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
+        return {cond: self.store.cell(f"{name}/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
     def reaction_cells(self) -> dict:
         """condition -> cell ``reactions/{condition}``: label -> role -> counts and rates."""
@@ -427,7 +431,7 @@ class Suite:
         return {cond: self.store.cell(f"reactions/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
     def probe_cells(self) -> dict:
-        """label -> cell ``probes/{label}``: `evals.report.probes.probe`'s dict."""
+        """label -> cell ``probes/{label}``: `evals.lib.probes.probe`'s dict."""
         cfg = self.cfg
         if not cfg.exploit_probes or cfg.probe_games == 0:
             return {}
@@ -446,5 +450,6 @@ class Suite:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
                 "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
-                "advisor": self.advisor_cells(), "advice": self.advice_cells(), "reactions": self.reaction_cells(),
+                "advisor": self.advisor_cells(), "advice": self.advice_cells(),
+                "advice_search": self.advice_cells(search=True), "reactions": self.reaction_cells(),
                 "probes": self.probe_cells(), "scenarios": self.scenario_cell()}

@@ -11,7 +11,7 @@ window.coupjax = { timings: [], state: S };
 const $ = (sel, root = document) => root.querySelector(sel);
 const cap = (s) => (s ? s[0].toUpperCase() + s.slice(1) : s);
 const fmt = (x, d = 2) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
-const sign = (x) => (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2);
+const sign = (x) => (x >= 0 ? "+" : "-") + Math.abs(x).toFixed(2);  // one minus sign: the ASCII one, as the words module
 const plural = (k, noun, many) => `${k} ${k === 1 ? noun : many || noun + "s"}`;
 const policyName = (p) => (S.info && S.info.policy_names && S.info.policy_names[p]) || p;
 
@@ -92,7 +92,7 @@ async function route() {
 }
 
 // A follow-up question open at a reload: the half-entered step is kept in the tab's session
-// and given back if the game is where it was, else the page says it was dropped.
+// and given back if the game has not moved since, else the page says the step was dropped.
 function pendingKey(g) { return `coupjax.pending.${g.id}`; }
 function keepPending() {
   const g = S.game;
@@ -118,6 +118,9 @@ async function render(t0) {
   keepPending();
   const where = `${S.screen}/${S.screen === "game" ? S.game.id : S.screen === "replay" ? S.replay.id : ""}`;
   if (where !== render.where) window.scrollTo(0, 0);  // a new screen starts at its top
+  const over = S.screen === "game" && S.game.done ? $("#game-over") : null;
+  if (over && render.over !== where) over.scrollIntoView({ block: "start" });  // the result, whatever was scrolled
+  render.over = over ? where : render.over;
   render.where = where;
   S.version += 1;
   app.dataset.version = S.version;
@@ -173,33 +176,40 @@ function tableForm() {
 }
 
 function practiceForm() {
-  const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced", names: ["", "Bea", "Cal", "Dan", "Eve", "Fay"] });
+  const f = S.pform || (S.pform = { n: 4, seat: 0, spec: "belief_ev", other: "", style: "balanced", names: ["", "Bea", "Cal", "Dan", "Eve", "Fay"], specs: {} });
   const pols = Object.keys(S.info.policies || {});
-  const warmBot = () => warmFor(f.n, f.other.trim() || f.spec);
+  const specOf = (i) => f.other.trim() || f.specs[i] || f.spec;
+  const warmBot = () => { for (const s of new Set(Array.from({ length: f.n }, (_, i) => specOf(i)))) warmFor(f.n, s); };
+  const polOptions = (sel) => pols.map((p) => h("option", { value: p, selected: p === sel, title: S.info.policies[p].replace(/\b[a-z]+_[a-z_]+\b/g, (w) => policyName(w)) }, policyName(p)));
   const sec = h("section", { class: "card", id: "new-practice", onfocusin: warmBot }, h("h2", {}, "Practice"),
-    h("p", { class: "hint" }, "Play a match against our bots: any registered policy, or a run or export directory."));
+    h("p", { class: "hint" }, "Play a match against our bots: any registered policy for each seat, or a run or export directory."));
   sec.append(h("label", {}, "Players ", h("select", { id: "p-players", onchange: (e) => { f.n = +e.target.value; f.seat = Math.min(f.seat, f.n - 1); render(); } },
     [2, 3, 4, 5, 6].map((k) => h("option", { value: k, selected: k === f.n }, k)))));
   sec.append(h("label", {}, "My seat ", h("select", { id: "p-seat", onchange: (e) => { f.seat = +e.target.value; render(); } },
     Array.from({ length: f.n }, (_, i) => h("option", { value: i, selected: i === f.seat }, i === 0 ? "0 (first to play)" : i)))));
-  sec.append(h("label", {}, "Opponents ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; warmBot(); } },
-    pols.map((p) => h("option", { value: p, selected: p === f.spec, title: S.info.policies[p].replace(/\b[a-z]+_[a-z_]+\b/g, (w) => policyName(w)) }, policyName(p))))));
+  // one opponent for every seat, then each seat's own (its name and its policy)
+  sec.append(h("label", {}, "Every opponent ", h("select", { id: "p-policy", onchange: (e) => { f.spec = e.target.value; f.specs = {}; warmBot(); render(); } },
+    polOptions(f.spec))));
   sec.append(h("label", {}, "or a checkpoint ", h("input", { id: "p-spec", placeholder: "runs/NAME/export", value: f.other, oninput: (e) => (f.other = e.target.value) })));
-  const bots = h("div", { class: "names" });
+  const bots = h("div", { class: "bot-rows" });
   let k = 1;
   for (let i = 0; i < f.n; i++) {
     if (i === f.seat) continue;
     const j = k++;
-    bots.append(h("input", { id: `p-name-${i}`, value: f.names[j], maxlength: 24, "aria-label": `Name of the bot in seat ${i}`, oninput: (e) => (f.names[j] = e.target.value) }));
+    bots.append(h("div", { class: "bot-row" },
+      h("input", { id: `p-name-${i}`, value: f.names[j], maxlength: 24, "aria-label": `Name of the bot in seat ${i}`, oninput: (e) => (f.names[j] = e.target.value) }),
+      h("select", { id: `p-policy-${i}`, "aria-label": `Policy of the bot in seat ${i}`, onchange: (e) => { f.specs[i] = e.target.value; warmFor(f.n, e.target.value); } },
+        polOptions(f.specs[i] || f.spec))));
   }
-  sec.append(h("div", { class: "field" }, h("span", {}, "The bots' names, in seating order"), bots));
+  sec.append(h("div", { class: "field" }, h("span", {}, "The bots, in seating order: name and policy"), bots));
   sec.append(styleSelect(f.style, (v) => (f.style = v), "p-style"));
   sec.append(h("button", {
     class: "primary", id: "start-practice", onclick: async () => {
       try {
         const others = f.names.slice(1, f.n);
         const names = Array.from({ length: f.n }, (_, i) => (i === f.seat ? "" : others.shift() || ""));
-        const g = await api("POST", "/api/practice", { num_players: f.n, seat: f.seat, names, opponents: f.other.trim() || f.spec, style: f.style });
+        const opponents = Array.from({ length: f.n }, (_, i) => i).filter((i) => i !== f.seat).map(specOf);
+        const g = await api("POST", "/api/practice", { num_players: f.n, seat: f.seat, names, opponents, style: f.style });
         S.game = g; go(`#/game/${g.id}`);
       } catch (e) { toast(e.message); }
     },
@@ -207,8 +217,9 @@ function practiceForm() {
   return sec;
 }
 
-// A saved game's name for people: its players, or an upload's file name, or the name it was given.
+// A saved game's name for people: its players, or an upload's file name, or the name the player gave.
 function gameTitle(g) {
+  if (g.title) return g.title;
   const up = g.id.match(/^\d{8}-\d{6}-upload-(.+)-[0-9a-f]{4}$/);
   if (up) return up[1];
   if (/^\d{8}-\d{6}-(table|practice)-[0-9a-f]{4}$/.test(g.id) && g.names) return g.names.join(", ");
@@ -256,7 +267,7 @@ function savedGames() {
 }
 
 function renameForm(li, g) {
-  const input = h("input", { value: g.id, maxlength: 100, "aria-label": "New name (letters, digits, _ . -)", class: "rename-input" });
+  const input = h("input", { value: gameTitle(g), maxlength: 100, "aria-label": "New name (letters, digits, spaces, _ . - # , ! ? ' ( ) &)", class: "rename-input" });
   const save = async () => {
     try { await api("POST", `/api/games/${encodeURIComponent(g.id)}/rename`, { name: input.value.trim() }); route(); }
     catch (e) { toast(e.message); }
@@ -307,6 +318,10 @@ function bars(b) {
     row.append(cell);
     box.append(row);
   }
+  // the claim on the table now: its chance as the advice reads it (the bar, corrected by how
+  // often such claims were true in past games) -- the figure the advice's reasons quote
+  if (b.claim) box.append(h("div", { class: "claim-line", "data-role": b.claim.role },
+    `${cap(b.claim.role)} claim: true with probability ${fmt(b.claim.p_truth)}`));
   return box;
 }
 
@@ -389,8 +404,32 @@ function warmFor(n, practice) {  // compile the start form's table size (or prac
     body: JSON.stringify(practice ? { num_players: n, practice } : { num_players: n }) }).catch(() => {});
 }
 
+// In practice, the advice is asked for: the button and its answer (the recommendation and
+// its reasons) sit between the prompt and the choices, so both are on the first screen of a
+// phone whatever the number of choices; the numbers under them stay in the side column.
+function practiceAsk(g) { return g.kind === "practice" && !g.done && g.table.current_player === g.seat && !g.advice_pending; }
+
+function recommendedView(w) {
+  const r = w.recommended;
+  return [h("p", { class: "rec", id: "recommended" }, h("span", {}, "Recommended: "), h("b", {}, r.text),
+    r.value !== undefined && r.value !== null ? h("small", {}, ` (value ${sign(r.value)} ± ${fmt(r.se)})`) : null,
+    r.close_call ? h("small", { class: "close-call" }, " · close call") : null,
+    h("small", { class: "src" }, ` · ${r.source}`)),
+  r.reasons && r.reasons.length ? h("ul", { class: "reasons", id: "reasons" }, ...r.reasons.map((x) => h("li", {}, x))) : null];
+}
+
+function askView(g, onRequest) {
+  const box = h("div", { class: "ask", id: "ask" });
+  const w = g.advice_words;
+  if (w && w.recommended) box.append(...recommendedView(w));
+  else if (w) box.append(h("p", { class: "hint" }, "No advice at this decision."));
+  else box.append(h("button", { id: "ask-advice", onclick: onRequest }, "Advice, please"));
+  return box;
+}
+
 function adviceView(g, onRequest) {
   const box = h("section", { class: "card advice", id: "advice", "aria-live": "polite" }, h("h3", {}, "Advice"));
+  const asked = practiceAsk(g);
   if (g.advice_pending) {
     box.append(h("p", { class: "hint", id: "advice-progress" }, pendingText(g.advice_pending)));
     pollAdvice();
@@ -398,8 +437,8 @@ function adviceView(g, onRequest) {
   }
   const w = g.advice_words;
   if (!w) {
-    if (onRequest && g.kind === "practice" && !g.done && g.table.current_player === g.seat) {
-      box.append(h("button", { id: "ask-advice", onclick: onRequest }, "Advice, please"));
+    if (asked) {
+      box.append(h("p", { class: "hint" }, "Ask for advice above the choices."));
     } else {
       box.append(h("p", { class: "hint" }, g.done ? "The game is over." : "Advice appears at your decisions."));
     }
@@ -407,14 +446,8 @@ function adviceView(g, onRequest) {
   }
   box.dataset.ready = "1";
   if (g.advice_for === "if_passed") box.append(h("p", { class: "hint" }, "If everyone before you passes:"));
-  if (w.recommended) {
-    const r = w.recommended;
-    box.append(h("p", { class: "rec", id: "recommended" }, h("span", {}, "Recommended: "), h("b", {}, r.text),
-      r.value !== undefined && r.value !== null ? h("small", {}, ` (value ${sign(r.value)} ± ${fmt(r.se)})`) : null,
-      r.close_call ? h("small", { class: "close-call" }, " · close call") : null,
-      h("small", { class: "src" }, ` · ${r.source}`)));
-    if (r.reasons && r.reasons.length) box.append(h("ul", { class: "reasons", id: "reasons" }, ...r.reasons.map((x) => h("li", {}, x))));
-  }
+  if (w.recommended && !asked) box.append(...recommendedView(w));
+  else if (w.recommended) box.append(h("p", { class: "hint" }, "The recommendation is above the choices; its numbers:"));
   if (w.challenge) {
     const c = w.challenge;
     box.append(h("div", { class: "call", id: "challenge-call" },
@@ -424,7 +457,7 @@ function adviceView(g, onRequest) {
   }
   if (w.values && w.values.length) {
     const top = Math.max(...w.values.map((v) => Math.abs(v.value) + v.se), 0.05);
-    const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, −1 loss … +1 win, ± standard error):"));
+    const tbl = h("div", { class: "values" }, h("div", { class: "hint" }, "Search values (expected result, -1 loss … +1 win, ± standard error):"));
     for (const v of w.values) {
       const left = 50 + (50 * Math.min(v.value, 0)) / top, width = (50 * Math.abs(v.value)) / top;
       tbl.append(h("div", { class: "val-row" }, h("span", { class: "val-name" }, v.text),
@@ -452,7 +485,7 @@ function warningsView(g) {
   return box;
 }
 
-function entryView(g) {
+function entryView(g, onRequest) {
   const box = h("section", { class: "card entry", id: "entry" });
   if (S.pending) {
     const p = S.pending, ask = p.asks[p.idx];
@@ -465,10 +498,11 @@ function entryView(g) {
   if (g.done) return null;
   if (g.narration && g.narration.length) box.append(narrationView(g.narration));
   box.append(h("p", { class: "prompt", id: "prompt" }, g.prompt));
+  if (practiceAsk(g)) box.append(askView(g, onRequest));
   const opts = h("div", { class: "choices" });
   for (const c of g.choices) {
     const e = c.entry || {};
-    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
+    opts.append(h("button", { class: `choice ${c.kind || ""}`, "data-testid": "choice", "data-seat": e.seat ?? null, "data-action": e.action || c.action, "data-role": e.reveals && e.reveals.length === 1 ? e.reveals[0].role : null, onclick: () => (g.kind === "practice" ? act(c.action) : choose(c)) }, c.label));
   }
   box.append(opts);
   return box;
@@ -500,7 +534,7 @@ function gameScreen() {
     h("summary", {}, `What happened (${plural(g.log.length, "step")})`),
     h("ol", { start: 0 }, g.log.slice().reverse().map((e) => h("li", { value: e.step }, e.text))));
   const undo = g.kind === "table" ? h("button", { id: "undo", disabled: !g.can_undo, onclick: undoLast, "aria-label": "Undo the last entry" }, "Undo") : null;
-  const entry = entryView(g);
+  const entry = entryView(g, requestAdvice);
   if (entry && undo) entry.append(h("div", { class: "entry-tools" }, undo));
   const right = h("div", { class: "side" }, warningsView(g), adviceView(g, requestAdvice));
   const main = h("div", { class: "main-col" }, g.done ? gameOverView(g) : null, entry, stripView(g, g.table),

@@ -6,8 +6,8 @@ from __future__ import annotations
 from coupjax import rules
 from coupjax.seat_tables import play_tables
 from coupjax.seeds import check_tuning_seed
-from evals.report.paired import play_paired
-from evals.report.stats import paired_bootstrap
+from evals.lib.paired import play_paired
+from evals.lib.stats import paired_bootstrap
 
 TUNE_SEED = 1003
 RATES = ("0.5", "1")

@@ -19,7 +19,7 @@ observation (int16), the label, the claim kind and the step index to one flat bu
 Each game splits its own key at each of its steps, so its claims do not depend on the
 slots or the schedule; given several devices (one per CPU core, see
 `coupjax.devices`) it cuts each call's games into one part per device.  The advisor runs
-afterwards on the recorded rows (`evals.advisor.score`): the posterior costs about 5x
+afterwards on the recorded rows (`evals.lib.advisor.score`): the posterior costs about 5x
 a bot step, and in the loop it would run at every step, not only at the ~30 % of steps
 that are scored decisions.  This loop records claims; it counts no results (the
 arena's `coupjax.seat_tables` is the one place that does).

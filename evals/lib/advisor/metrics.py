@@ -2,8 +2,8 @@
 
 Claims: every challengeable claim of ``advisor_games`` 4-player games per condition and
 seed of the scripted bots, recorded once from the seat with the first chance to
-challenge it (`evals.advisor.record`, ground truth read by the recorder only), then the
-advisor run on the recorded observations (`evals.advisor.score`) for each belief:
+challenge it (`evals.lib.advisor.record`, ground truth read by the recorder only), then the
+advisor run on the recorded observations (`evals.lib.advisor.score`) for each belief:
 ``exact`` (the exact posterior) and ``coupvisor`` (CoupVisor's belief), each through its
 fitted calibration map, and both raw (``*_uncalibrated``) under the same thresholds.
 
@@ -30,13 +30,14 @@ import numpy as np
 
 from coupjax import metrics
 from coupjax.advice import challenge as A
+from coupjax.advice.recommend import advice_params
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
-from evals.advisor.record import NUM_PLAYERS, QueueRecorder, play_condition
-from evals.advisor.score import SCORED, make_scorer
-from evals.report.shard import over_devices
-from evals.report.stats import f1_interval
+from evals.lib.advisor.record import NUM_PLAYERS, QueueRecorder, play_condition
+from evals.lib.advisor.score import SCORED, make_scorer
+from evals.lib.shard import over_devices
+from evals.lib.stats import f1_interval
 
 N_BINS = 10
 
@@ -50,11 +51,12 @@ class AdvisorRecorder:
         self.env = Env(NUM_PLAYERS)
         self.recorder = QueueRecorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES],
                                       devices=jax.devices())
-        self.scorer = make_scorer(NUM_PLAYERS, params or A.AdvisorParams(), compile=over_devices)
+        # the page's constants (`advice_params`): the F1 reported is that of the advisor the page uses
+        self.scorer = make_scorer(NUM_PLAYERS, params or advice_params(), compile=over_devices)
         self.batch = batch
 
     def run(self, condition: str, seed: int, games: int):
-        # the keys of evals.advisor.advisor_quality for the same seed and condition
+        # the keys of evals.advisor_quality for the same seed and condition
         key = jax.random.fold_in(jax.random.PRNGKey(seed), list(CONDITIONS).index(condition))
         rec = play_condition(self.recorder, key, condition, games, 1000)  # advisor_quality's chunk: its games
         adv = self.scorer(rec["obs"])
@@ -69,7 +71,7 @@ class AdvisorRecorder:
 
 def belief_metrics(label, p_truth, challenge, kind=None, game=None) -> dict:
     """Counts, rates and calibration of one belief over claims (module doc); given each
-    claim's ``game``, F1's 95% interval over games (`evals.report.stats.f1_interval`)."""
+    claim's ``game``, F1's 95% interval over games (`evals.lib.stats.f1_interval`)."""
     y = np.asarray(label, bool)
     q = np.asarray(challenge, bool)
     pos = np.clip(1.0 - np.asarray(p_truth, np.float64), 0.0, 1.0)

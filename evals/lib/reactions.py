@@ -12,7 +12,7 @@ from coupjax.game.tables import tables
 from coupjax.observation import parse
 from coupjax.policies.spec import resolve_policy
 from coupjax.seat_tables import INIT_STREAM, bucket_size, capacities, game_keys, pad_rows, seat_index
-from evals.report.paired import condition_tables
+from evals.lib.paired import condition_tables
 
 COUNTS = ("challenge_opportunities", "challenges", "block_opportunities", "blocks", "bluff_blocks")
 

@@ -19,7 +19,7 @@ from coupjax.env import Env
 from coupjax.policies import belief_ev
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import check_report_seed, check_tuning_seed
-from evals.advisor.record import NUM_PLAYERS
+from evals.lib.advisor.record import NUM_PLAYERS
 
 SEAT_TABLE_NAMES = tuple(OPPONENTS)
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from coupjax import metrics
 from coupjax.advice import challenge as A
-from evals.advisor.record import CONDITIONS, NUM_PLAYERS
+from evals.lib.advisor.record import CONDITIONS, NUM_PLAYERS
 
 ROW_BLOCK = 4096
 SCORED = ("coupvisor", "exact", "coupvisor_uncalibrated", "exact_uncalibrated")
@@ -118,7 +118,7 @@ def evaluate(records: dict, params: A.AdvisorParams, style: str = "balanced") ->
     return result
 
 
-def table(result: dict) -> str:
+def metrics_text(result: dict) -> str:
     """The metrics of `evaluate` as a fixed-width text table."""
     lines = [f"{'condition':18s} {'belief':22s} {'f1':>6s} {'prec':>6s} {'recall':>6s} {'FCS':>6s} {'MBS':>6s} "
              f"{'brier':>6s} {'ece':>6s} {'auc':>6s} {'claims':>7s} {'games':>6s}"]

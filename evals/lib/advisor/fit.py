@@ -2,7 +2,7 @@
 
 Runs only on a seed recorded in `coupjax.seeds.TUNING_SEEDS` (the evaluation refuses
 those seeds, so no figure is reported on games that chose the constants).  On the
-recorded observations of the fitting games (`evals.advisor.record`) it fits:
+recorded observations of the fitting games (`evals.lib.advisor.record`) it fits:
 
 1. the exact posterior's likelihood ratios for action and block claims (grid `Q_GRID`;
    the calibrated log loss);
@@ -30,8 +30,8 @@ from coupjax import metrics
 from coupjax.advice import challenge
 from coupjax.beliefs import coupvisor
 from coupjax.beliefs import posterior
-from evals.advisor.record import NUM_PLAYERS
-from evals.advisor.score import rows_apply
+from evals.lib.advisor.record import NUM_PLAYERS
+from evals.lib.advisor.score import rows_apply
 
 FCS_LIMIT = 0.15  # fitting constraint on the false-challenge share
 Q_GRID = (1.5, 2.0, 2.5, 3.0)  # likelihood ratios q_honest / q_bluff tried for action and block claims
