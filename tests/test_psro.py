@@ -114,6 +114,10 @@ TINY_ORACLE = ["num_envs=4", "rollout_steps=4", "num_minibatches=1", "num_epochs
 
 @pytest.mark.slow
 def test_two_iterations_on_coup_then_a_resume_that_trains_nothing(tmp_path, capsys):
+    """The outer loop on Coup at tiny sizes: oracles, payoff matrix, meta-strategy, resume.
+
+    Quick twins: test_projected_replicator_dynamics_finds_the_rock_paper_scissors_equilibria, test_shipped_psro_config_loads
+    """
     cfg = psro.psro_config_from_dict({"oracle": "selfplay_cpu.yaml", "oracle_set": TINY_ORACLE, "initial": ["random"],
                                       "iterations": 2, "payoff_games": 8, "seed": 3})
     run = tmp_path / "psro"
@@ -150,7 +154,10 @@ TINY_DQN = {"base": "dqn_cpu", "num_envs": 4, "batch_size": 8, "buffer_size": 64
 @pytest.mark.slow
 def test_the_league_with_exploiters_trains_its_passes_and_loads_as_a_run(tmp_path):
     """Two passes of a tiny learner with a tiny DQN exploiter between them: the second
-    pass seats the exploiter at its weight, from the first pass's initial state."""
+    pass seats the exploiter at its weight, from the first pass's initial state.
+
+    Quick twin: test_the_league_with_exploiters_is_selfplay_cpu_twice
+    """
     import yaml
 
     from coupjax.inference import load_policy

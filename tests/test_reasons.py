@@ -223,6 +223,10 @@ def test_every_reason_is_a_fact_quick():
 
 @pytest.mark.slow
 def test_every_reason_is_a_fact_thousands():
+    """The issue's 5,000 decisions over 2-6 players and every decision kind.
+
+    Quick twin: test_every_reason_is_a_fact_quick
+    """
     counts, failures = run_checks((2, 3, 4, 5, 6), games=48, steps=120, limit=1100)
     total, kinds, msg = _report(counts, failures)
     print(f"{total} decisions: " + ", ".join(f"n={n} {k}: {c}" for (n, k), c in sorted(counts.items())))
