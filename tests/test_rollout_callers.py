@@ -135,3 +135,18 @@ def test_league_plays_the_games_it_played_before(env):
         return league.play(tables, keys, uniform, [greedy], extra=lambda s: s.current_player)
 
     assert digest(run(jax.random.PRNGKey(9))) == "d080000abf976404"
+
+
+def test_report_loggers_record_the_games_they_recorded_before(env):
+    """The report's position logger (one game per `play`, `vmap`-ed) and the advisor's
+    claim recorder (its own queue of slots)."""
+    from coupjax.policies.pools import SCRIPTED_NAMES
+    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.report.positions import make_logger
+
+    idx = np.random.default_rng(2).integers(0, len(SCRIPTED_NAMES), (4, N)).astype(np.int32)
+    rec = play_condition(QueueRecorder(env, [make_policy(x, env) for x in SCRIPTED_NAMES], slots=8, games_per_call=12),
+                         jax.random.PRNGKey(5), "aggressive_heavy", 12, 25)
+    got = {"positions": digest(make_logger(env, max_rows=40)(seat_tables.game_keys(6, 0, 4), idx)),
+           "recorder": digest({k: np.asarray(v) for k, v in rec.items() if not isinstance(v, (int, float))})}
+    assert got == {"positions": "195507b96908c5af", "recorder": "23150ede151fb689"}
