@@ -98,9 +98,11 @@ def test_single_seat_plays_the_games_it_played_before(env, bots):
     assert got == {"learner": "ca6a1f3f2de986f3", "adapter": "85d711d94ccc528b", "vector": "62f34ee711445f25"}
 
 
+@pytest.mark.slow
 def test_simulation_positions_collector_and_rates_play_the_games_they_played_before(env, bots):
     """The simulation, the test positions, the behaviour-cloning collector and the
-    reaction-rate runner, each with its own key scheme, liveness and reset."""
+    reaction-rate runner, each with its own key scheme, liveness and reset.  Quick twin:
+    test_a_scan_of_step_records_the_games_of_play (tests/test_rollout.py)."""
     from coupjax.simulate import make_simulation
     from coupjax.testing import sample_positions
     from evals.report.reactions import make_rate_runner
@@ -118,13 +120,13 @@ def test_simulation_positions_collector_and_rates_play_the_games_they_played_bef
 
 
 def test_league_plays_the_games_it_played_before(env):
-    """`League.play` with a pool that waits (capacity below the batch) and an ``extra``."""
+    """`League.play` with a pool that waits (capacity below the batch: stalls) and an ``extra``."""
     from training.league import League
 
-    league = League(env, {"random": 1.0, "honest": 1.0, "bluffer": 1.0}, num_snapshots=1, self_weight=0.3,
-                    snapshot_weight=0.2, pool_margin=0.3)
+    league = League(env, {"random": 1.0, "honest": 1.0, "bluffer": 1.0}, num_snapshots=1, self_weight=0.05,
+                    snapshot_weight=0.05, pool_margin=0.3)
     B, T = 12, 24
-    assert [league.capacity(m, B) for m in range(league.first_pool, league.num_members)] == [3, 3, 3]
+    assert [league.capacity(m, B) for m in range(league.first_pool, league.num_members)] == [4, 4, 4]
     uniform = lambda k, s: jnp.zeros(s.legal_action_mask.shape, jnp.float32)  # noqa: E731
     greedy = lambda k, s: s.legal_action_mask.astype(jnp.float32)  # noqa: E731
 
@@ -134,12 +136,15 @@ def test_league_plays_the_games_it_played_before(env):
         keys = jax.random.split(jax.random.fold_in(key, 1), T)
         return league.play(tables, keys, uniform, [greedy], extra=lambda s: s.current_player)
 
-    assert digest(run(jax.random.PRNGKey(9))) == "d080000abf976404"
+    out = run(jax.random.PRNGKey(9))
+    assert int((~out[1].stepped).sum()) == 4 and digest(out) == "d5ce5ed2a064189f"
 
 
+@pytest.mark.slow
 def test_report_loggers_record_the_games_they_recorded_before(env):
     """The report's position logger (one game per `play`, `vmap`-ed) and the advisor's
-    claim recorder (its own queue of slots)."""
+    claim recorder (its own queue of slots).  Quick twin:
+    test_table_and_queue_runners_play_the_games_they_played_before."""
     from coupjax.policies.pools import SCRIPTED_NAMES
     from evals.advisor.record import QueueRecorder, play_condition
     from evals.report.positions import make_logger
