@@ -153,8 +153,8 @@ class QueueRecorder:
                 s = jax.tree.map(lambda y, f: y.at[slot].set(f, mode="drop"), s, fresh)
                 x = {**x, "per": per, "game": game.at[slot].set(new_game, mode="drop"),
                      "nxt": nxt + take.sum().astype(jnp.int32), "cnt": cnt.at[slot].set(0, mode="drop")}
-                tables = tables._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
-                                         seats=tables.seats.at[slot].set(idx[ng], mode="drop"))
+                tables = rollout.Tables(s, t.at[slot].set(0, mode="drop"),
+                                        tables.seats.at[slot].set(idx[ng], mode="drop"), tables.it)
                 return tables, run_key.at[slot].set(fkey, mode="drop"), x
 
             aux = {"game": game, "nxt": jnp.minimum(B, count).astype(jnp.int32), "st": st, "rows": rows,
