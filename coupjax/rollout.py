@@ -1,27 +1,22 @@
-"""THE play primitive: seated policies move a batch of games, one jitted loop.
+"""THE play primitive: one step of a batch of tables, and the loop that plays them out.
 
-Every loop of the package that plays games is `play` with its own choices:
+`step` is the primitive (Pgx's ``step_fn``, PureJaxRL's ``_env_step``): on a batch of
+`Tables` it serves the seat to move of every live game with its seat's policy, samples
+an action (or takes the one played from outside), and steps the game with the engine
+(`Env.step_autoreset` where `Players.autoreset` asks for it).  Every loop of the package
+that plays games is a `lax.scan` or `lax.while_loop` of `step` with its own carry: the
+single-seat wrapper, the league, the arena's queue, the loggers.  `play` is that loop
+for the plain case, every game to its end with per-game keys.
 
-* the seats: ``policies`` (each ``(key, state) -> logits``, the interface of
-  `coupjax.policies.common`) and ``seats`` int32[B, n], the policy of each seat of each
-  game (default: policy s at seat s; one policy plays every seat);
-* the batch ``state`` [B] and its key(s): ``step_keys(key, steps, live) -> (key,
-  (k_pol, k_act, k_step))`` says how a step draws its randomness (default
-  `per_game_keys`: game b's step t uses ``split(fold_in(key[b], t), 3)``, so a game's
-  result depends on its own key alone, not on the batch or the schedule);
-* how long: ``num_steps`` iterations (a `lax.scan`; ``record`` stacks [T, B, ...])
-  or, by default, until no game is live (a `lax.while_loop`; a per-game step count
-  bounded by ``limit``, default `MAX_STEPS`);
-* what to keep: ``record(tables, action, new_state) -> pytree`` per step (stacked;
-  ``tables``: the carry before the step)
-  and ``tally(aux, tables, action, logits, served) -> aux`` (folded into the carry);
-  ``reset(tables) -> tables`` after each step replaces games (auto-reset, a queue's
-  next game).
+Randomness is the caller's: ``keys`` (`StepKeys`) gives each game its policy, action
+and engine-step key for this step; `per_game_keys` is the default scheme (game b's step
+t uses ``split(fold_in(key[b], t), 3)``, so its result depends on its own key alone,
+not on the batch or the schedule).
 
-A step serves the live games: each policy runs on (at most) ``capacity[p]`` of the
+Serving (`serve`): each policy runs on (at most) `Players.capacity` [p] of the live
 games whose seat to move it plays, gathered into a compact batch (counted from a start
-that rotates every iteration), so a table of cheap bots and one expensive policy pays
-for the expensive one only where it acts; the others wait for a later iteration.  An
+that rotates with `Tables.it`), so a table of cheap bots and one expensive policy pays
+for the expensive one only where it acts; the others wait for a later step.  An
 unserved game is not stepped and its step count does not move.
 
 It sits right above `coupjax.env` in the layers: it takes policies as arguments and
@@ -29,36 +24,68 @@ imports none, so the policies, search and arena above it all build on it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+import dataclasses
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from coupjax.env import Env
+from coupjax.state import State
 
 # Enough decisions for any game: 200 turns of at most 8 decisions each.
 MAX_STEPS = 3000
 
 
 class Tables(NamedTuple):
-    """The loop's carry: the games and what the loop keeps about them."""
+    """A batch of B games and who plays their seats: the carry of `step`."""
 
-    state: Any  # State [B]
+    state: State  # [B]
     steps: jax.Array  # int32[B]: decisions played in each game
-    key: Any  # whatever ``step_keys`` carries (per-game keys [B] by default)
     seats: jax.Array  # int32[B, n]: policy index of each seat
-    aux: Any  # the ``tally``'s and ``reset``'s own carry
-    it: jax.Array  # int32[]: loop iterations so far
+    it: jax.Array  # int32[]: steps so far (rotates the start of the serving order)
 
 
-def per_game_keys(keys, steps, live):
-    """Game b's step t draws from ``split(fold_in(keys[b], t), 3)`` (policy, action, step):
-    its own key and step count alone, whatever the batch and schedule."""
-    k = jax.vmap(lambda key, t: jax.random.split(jax.random.fold_in(key, t), 3))(keys, steps)
-    return keys, (k[:, 0], k[:, 1], k[:, 2])
+class StepKeys(NamedTuple):
+    """Each game's keys for one step (each [B])."""
+
+    policy: jax.Array
+    action: jax.Array
+    step: jax.Array
+
+
+class Moved(NamedTuple):
+    """What one step did (each [B])."""
+
+    action: jax.Array  # int32: the action taken (meaningless where not served)
+    logits: jax.Array  # float32[B, A]: the acting policy's logits (zero where not served)
+    served: jax.Array  # bool: the game was stepped
 
 
 def sample_categorical(k_act, logits):
     """An action per game from its logits (int32[B])."""
     return jax.vmap(jax.random.categorical)(k_act, logits).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Players:
+    """Who plays (static): the ``policies`` (each ``(key, state) -> logits``, the
+    interface of `coupjax.policies.common`), the games each serves per step
+    (``capacity``, default every game), how actions are drawn from logits (``sample``)
+    and whether an ended game restarts in the same step (``autoreset``)."""
+
+    env: Env
+    policies: tuple
+    capacity: tuple | None = None
+    sample: Callable = sample_categorical
+    autoreset: bool = False
+
+
+def per_game_keys(keys, steps) -> StepKeys:
+    """Game b's step t draws from ``split(fold_in(keys[b], t), 3)`` (policy, action, step):
+    its own key and step count alone, whatever the batch and schedule."""
+    k = jax.vmap(lambda key, t: jax.random.split(jax.random.fold_in(key, t), 3))(keys, steps)
+    return StepKeys(k[:, 0], k[:, 1], k[:, 2])
 
 
 def uniform_legal(key, mask):
@@ -72,10 +99,16 @@ def uniform_logits(key, state):
     return jnp.where(state.legal_action_mask, 0.0, -jnp.inf).astype(jnp.float32)
 
 
-def serve(policies, seats, state, k_pol, live, capacity, it, num_actions: int):
+def tree_where(mask, a, b):
+    """``a`` where ``mask`` [B], else ``b`` (pytrees with a leading batch axis)."""
+    return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x, y), a, b)
+
+
+def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int):
     """Logits [B, A] of the live games whose seat to move each policy serves this
-    iteration (at most ``capacity[p]`` of them for policy p; module doc), and which
-    games were served (bool[B]); unserved rows are zero (any finite logits)."""
+    step (at most ``capacity[p]`` of them for policy p; module doc), and which games
+    were served (bool[B]); unserved rows are zero (any finite logits)."""
+    state, seats, it = tables.state, tables.seats, tables.it
     B = state.current_player.shape[0]
     games = jnp.arange(B)
     acting = jnp.take_along_axis(seats, state.current_player[:, None], axis=1)[:, 0]
@@ -110,75 +143,43 @@ def serve(policies, seats, state, k_pol, live, capacity, it, num_actions: int):
     return jnp.where(served[:, None], logits, 0.0), served
 
 
-def step_tables(env, policies, c: Tables, live, *, capacity, step_keys=per_game_keys, sample=sample_categorical,
-                tally=None, step=None, forced=None):
-    """One iteration of `play` on the carry ``c`` with ``live`` games: returns (the carry
-    after the step, (action, logits, served, the carry before the step))."""
-    B = c.state.current_player.shape[0]
-    step = jax.vmap(env.step) if step is None else step
-    key, (k_pol, k_act, k_step) = step_keys(c.key, c.steps, live)
-    logits, served = serve(policies, c.seats, c.state, k_pol, live, capacity, c.it, env.num_actions)
-    a = sample(k_act, logits)
-    if forced is not None:
-        a = forced(c, a)
-    aux = c.aux if tally is None else tally(c.aux, c, a, logits, served)
-    new = step(c.state, a, k_step)
-    s = jax.tree.map(lambda x, y: jnp.where(served.reshape((B,) + (1,) * (x.ndim - 1)), x, y), new, c.state)
-    return Tables(s, c.steps + served, key, c.seats, aux, c.it + 1), (a, logits, served, c)
+def step(players: Players, tables: Tables, keys: StepKeys, live, action=None) -> tuple[Tables, Moved]:
+    """One step of the ``live`` games of ``tables`` (module doc): the tables after it and
+    what moved.  ``action`` int32[B]: actions played from outside (a learner's, a
+    user's) in place of the sampled ones where >= 0."""
+    B = tables.state.current_player.shape[0]
+    capacity = (B,) * len(players.policies) if players.capacity is None else players.capacity
+    logits, served = serve(players.policies, capacity, tables, keys.policy, live, players.env.num_actions)
+    a = players.sample(keys.action, logits)
+    if action is not None:
+        a = jnp.where(action >= 0, action, a)
+    env_step = players.env.step_autoreset if players.autoreset else players.env.step
+    new = jax.vmap(env_step)(tables.state, a, keys.step)
+    state = tree_where(served, new, tables.state)
+    return Tables(state, tables.steps + served, tables.seats, tables.it + 1), Moved(a, logits, served)
 
 
-def not_finished(limit):
-    """The default liveness: not terminated and under ``limit`` decisions."""
-    return lambda c: ~c.state.terminated & (c.steps < limit)
-
-
-def play(env, policies, state, key, *, seats=None, num_steps: int | None = None, limit=MAX_STEPS,
-         record: Callable | None = None, tally: Callable | None = None, aux=None, capacity=None,
-         step_keys: Callable = per_game_keys, sample: Callable = sample_categorical, reset: Callable | None = None,
-         live: Callable | None = None, cond: Callable | None = None, step: Callable | None = None,
-         forced: Callable | None = None, steps=None):
-    """Play the games ``state`` [B] with the seated ``policies`` (module doc).
-
-    ``live(tables) -> bool[B]``: the games to serve (default: not terminated and under
-    ``limit`` decisions, a scalar or int32[B]); ``cond(tables) -> bool`` (while-loop
-    mode): go on (default: any game live).  ``capacity``: per policy, games served per
-    iteration (static; default every game).  ``step``: the batched step (default the
-    vmapped ``env.step``).  ``forced(tables, sampled) -> actions``: the actions of
-    seats played from outside (a learner's, a user's) in place of the sampled ones.
-    ``steps``: the games' decision counts so far (int32[B]; default zeros).
-
-    Returns (final `Tables`, records or None): the stacked ``record`` outputs [num_steps, B, ...] in scan mode; without ``num_steps`` the
-    records of iteration i are row i of a buffer of ``limit`` rows (zeros after the end).
-    """
-    policies = list(policies) if isinstance(policies, (list, tuple)) else [policies]
+def start(state: State, seats) -> Tables:
+    """`Tables` of the games ``state`` [B] at their first step, seats int32[B, n]."""
     B = state.current_player.shape[0]
-    n = env.num_players
+    return Tables(state, jnp.zeros(B, jnp.int32), jnp.asarray(seats, jnp.int32), jnp.int32(0))
+
+
+def play(players: Players, state: State, keys, seats=None, limit=MAX_STEPS, tally: Callable | None = None, aux=None):
+    """Every game of ``state`` [B] played to its end or ``limit`` decisions (a scalar or
+    int32[B]) with `per_game_keys` of ``keys`` [B]; ``seats`` int32[B, n] (default:
+    policy s at seat s).  ``tally(aux, tables, moved) -> aux`` folds each step into
+    ``aux`` (``tables``: before the step).  Returns (the final `Tables`, ``aux``)."""
+    B, n = state.current_player.shape[0], players.env.num_players
     if seats is None:
-        seats = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32) % len(policies), (B, n))
-    capacity = (B,) * len(policies) if capacity is None else tuple(int(x) for x in capacity)
-    live = not_finished(limit) if live is None else live
-    steps = jnp.zeros(B, jnp.int32) if steps is None else jnp.broadcast_to(jnp.asarray(steps, jnp.int32), (B,))
-    c = Tables(state, steps, key, jnp.asarray(seats, jnp.int32), aux, jnp.int32(0))
+        seats = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32) % len(players.policies), (B, n))
 
-    def body(c):
-        c, (a, _, _, before) = step_tables(env, policies, c, live(c), capacity=capacity, step_keys=step_keys,
-                                           sample=sample, tally=tally, step=step, forced=forced)
-        rec = None if record is None else record(before, a, c.state)
-        return (c if reset is None else reset(c)), rec
+    def live(tables):
+        return ~tables.state.terminated & (tables.steps < limit)
 
-    if num_steps is not None:
-        return jax.lax.scan(lambda c, _: body(c), c, None, int(num_steps))
-    cond = (lambda c: live(c).any()) if cond is None else cond
-    if record is None:
-        return jax.lax.while_loop(cond, lambda c: body(c)[0], c), None
-    rows = int(limit) if isinstance(limit, int) else MAX_STEPS
-    shape = jax.eval_shape(lambda c: body(c)[1], c)
-    buf = jax.tree.map(lambda x: jnp.zeros((rows,) + x.shape, x.dtype), shape)
+    def body(carry):
+        tables, aux = carry
+        new, moved = step(players, tables, per_game_keys(keys, tables.steps), live(tables))
+        return new, (aux if tally is None else tally(aux, tables, moved))
 
-    def body_rec(cb):
-        c, buf = cb
-        it = c.it
-        c, rec = body(c)
-        return c, jax.tree.map(lambda b, r: b.at[it].set(r, mode="drop"), buf, rec)
-
-    return jax.lax.while_loop(lambda cb: cond(cb[0]), body_rec, (c, buf))
+    return jax.lax.while_loop(lambda carry: live(carry[0]).any(), body, (start(state, seats), aux))

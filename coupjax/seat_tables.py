@@ -20,7 +20,7 @@ how the games are split into chunks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,10 +53,11 @@ class ParamPolicy:
 
 def count_stats(T, n):
     """The `coupjax.rollout.play` tally of the arena's per game and seat stats (the
-    acting seat's decisions, bluffs and challenges with their opportunities, entropy)."""
+    acting seat's decisions, bluffs and challenges with their opportunities, entropy):
+    ``tally(stats, tables, moved) -> stats``, ``tables`` before the step."""
 
-    def tally(st, c, a, logits, served):
-        s = c.state
+    def tally(st, tables, moved):
+        s, a, logits, served = tables.state, moved.action, moved.logits, moved.served
         bl = jax.vmap(lambda o, m: bluff_actions(o, m, n))(s.observation, s.legal_action_mask)
         seat = (jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None]
         chal_legal = s.legal_action_mask[:, T.challenge_id][:, None]
@@ -71,23 +72,6 @@ def count_stats(T, n):
         }
 
     return tally
-
-
-def serve_step(env, step, T, n, policies, capacity, s, st, keys, t, live, idx, it, k=None):
-    """One iteration of the runners (`coupjax.rollout.step_tables` with the arena's
-    stats): each policy computed on (at most) ``capacity[p]`` of the live games whose
-    seat to move it plays, actions sampled from each game's key and step, the stats
-    counted and the served games stepped.  Returns (state, stats, served, actions).
-
-    ``step``: the vmapped ``env.step``; ``T``: `tables(n)`; ``keys`` [B] and ``t`` [B]:
-    each game's key and step count (its policy, action and step keys are
-    ``split(fold_in(key, t), 3)``), or ``k`` [B, 3] those keys themselves (a caller with
-    its own key scheme, e.g. the advisor's recorder)."""
-    step_keys = rollout.per_game_keys if k is None else (lambda key, steps, lv: (key, (k[:, 0], k[:, 1], k[:, 2])))
-    c = rollout.Tables(s, t, keys, idx, st, it)
-    c, (a, _, served, _) = rollout.step_tables(env, policies, c, live, capacity=capacity, step_keys=step_keys,
-                                               tally=count_stats(T, n), step=step)
-    return c.state, c.aux, served, a
 
 
 def _branches(entries, params):
@@ -133,17 +117,12 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     n = env.num_players
     T = tables(n)
     param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
-    step = jax.vmap(env.step)
 
     def play(keys, idx, limit, params, capacity):
-        B = keys.shape[0]
-        policies = _branches(entries, params)
+        players = rollout.Players(env, tuple(_branches(entries, params)), capacity)
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
-        stats = {name: jnp.zeros((B, n), jnp.int32) for name in STAT_NAMES}
-        stats["entropy"] = jnp.zeros((B, n), jnp.float32)
-        c, _ = rollout.play(env, policies, state, keys, seats=idx, limit=limit, tally=count_stats(T, n), aux=stats,
-                            capacity=capacity, step=step)
-        state, steps, stats = c.state, c.steps, c.aux
+        c, stats = rollout.play(players, state, keys, idx, limit, count_stats(T, n), new_stats(keys.shape[0], n))
+        state, steps = c.state, c.steps
         placement = jnp.argsort(jax.vmap(board.placements)(state), axis=1).astype(jnp.int32) + 1
         stats = {k: v if k == "entropy" else v.astype(jnp.int32) for k, v in stats.items()}
         stats["placement"] = placement
@@ -169,113 +148,122 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     return run
 
 
+class Queue(NamedTuple):
+    """The carry of the queue runner's loop: ``slots`` games and the queue."""
+
+    tables: rollout.Tables  # the slots' games
+    keys: jax.Array  # [B]: each slot's game key
+    game: jax.Array  # int32[B]: the queue index of each slot's game (G: idle)
+    next: jax.Array  # int32[]: the next game of the queue
+    stats: dict  # `count_stats` of each slot's game so far
+    out: dict  # per game of the queue, its results once finished ([G, n] / [G])
+
+
+def new_stats(B: int, n: int) -> dict:
+    """Zero `count_stats` of B games."""
+    return dict({name: jnp.zeros((B, n), jnp.int32) for name in STAT_NAMES}, entropy=jnp.zeros((B, n), jnp.float32))
+
+
+def _finish(q: Queue, max_steps: int) -> Queue:
+    """The results of the slots' finished games written to their queue rows; their slots idle."""
+    s, t, G = q.tables.state, q.tables.steps, q.out["steps"].shape[0]
+    done = (q.game < G) & (s.terminated | (t >= max_steps))
+    row = jnp.where(done, q.game, G)
+    place = jnp.argsort(jax.vmap(board.placements)(s), axis=1).astype(jnp.int32) + 1
+    now = dict(q.stats, placement=place, coins=jax.vmap(board.coins)(s), alive=jax.vmap(board.alive)(s), steps=t,
+               finished=s.terminated)
+    out = {k: v.at[row].set(now[k], mode="drop") for k, v in q.out.items()}
+    return q._replace(game=jnp.where(done, G, q.game), out=out)
+
+
+def _reload(q: Queue, keys, idx, count, init, reload: int) -> Queue:
+    """Up to ``reload`` idle slots take the next games of the queue (``keys``, ``idx``)."""
+    B, G = q.game.shape[0], keys.shape[0]
+    pick = jnp.nonzero(q.game >= G, size=reload, fill_value=B)[0]
+    rank = jnp.arange(reload)
+    new_game = jnp.where((pick < B) & (q.next + rank < count), q.next + rank, G).astype(jnp.int32)
+    take = new_game < G
+    slot = jnp.where(take, pick, B)
+    ng = jnp.clip(new_game, 0, G - 1)
+    put = lambda x, v: x.at[slot].set(v, mode="drop")  # noqa: E731
+    t = q.tables
+    tables = rollout.Tables(jax.tree.map(put, t.state, init(keys[ng])), put(t.steps, 0), put(t.seats, idx[ng]), t.it)
+    return Queue(tables, put(q.keys, keys[ng]), put(q.game, new_game), q.next + take.sum().astype(jnp.int32),
+                 {k: put(v, 0) for k, v in q.stats.items()}, q.out)
+
+
+def play_queue(players: rollout.Players, keys, idx, count, slots: int, reload: int, max_steps: int) -> dict:
+    """The first ``count`` games of the queue (``keys`` [G], ``idx`` [G, n]) played through
+    ``slots`` slots, `make_queue_runner`'s loop: its results per game (padding rows zero)."""
+    env, G, B = players.env, keys.shape[0], slots
+    n, count = env.num_players, jnp.minimum(count, G)
+    init = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))
+    tally = count_stats(tables(n), n)
+    game = jnp.where(jnp.arange(B) < count, jnp.arange(B), G).astype(jnp.int32)
+    gi = jnp.clip(game, 0, G - 1)
+    out = dict(new_stats(G, n), placement=jnp.zeros((G, n), jnp.int32), coins=jnp.zeros((G, n), jnp.int32),
+               alive=jnp.zeros((G, n), bool), steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
+    first = Queue(rollout.start(init(keys[gi]), idx[gi]), keys[gi], game, jnp.minimum(B, count).astype(jnp.int32),
+                  new_stats(B, n), out)
+
+    def body(q: Queue) -> Queue:
+        t = q.tables
+        live = (q.game < G) & ~t.state.terminated & (t.steps < max_steps)
+        played, moved = rollout.step(players, t, rollout.per_game_keys(q.keys, t.steps), live)
+        q = _finish(q._replace(tables=played, stats=tally(q.stats, t, moved)), max_steps)
+        return _reload(q, keys, idx, count, init, reload)
+
+    out = jax.lax.while_loop(lambda q: (q.game < G).any() | (q.next < count), body, first).out
+    out["wins"] = ((out["placement"] == 1) & out["finished"][:, None]).astype(jnp.int32)
+    return out
+
+
+def _jit_over_devices(play, devices):
+    """``play(keys, idx, params, capacity, count)`` jitted (``capacity`` static); over
+    several ``devices`` each plays its contiguous part of the queue (its real games)."""
+    devs = list(devices) if devices is not None else []
+    if len(devs) <= 1:
+        return jax.jit(play, static_argnames="capacity")
+    mesh = mesh_devices.data_mesh(devs)
+
+    def sharded(keys, idx, params, capacity, count):
+        def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
+            return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
+        return mesh_devices.shard(local, mesh, (P("data"), P("data"), P(), P()), P("data"))(keys, idx, params, count)
+
+    return jax.jit(sharded, static_argnames="capacity")
+
+
 def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, reload: int | None = None,
                       devices=None):
     """A ``run(keys [G], seat_policy_index int32[G, n], params=None, capacity=None) -> stats``
-    that plays G games through ``slots`` slots: a slot whose game ends takes the next
-    game of the queue, so every iteration serves about ``slots`` live games instead of a
-    batch that waits for its longest game.
+    that plays G games through ``slots`` slots (`play_queue`): a slot whose game ends takes
+    the next game of the queue (up to ``reload``, default slots / 16, per step), so every
+    step serves about ``slots`` live games instead of a batch that waits for its longest.
 
-    The same serving step as `make_table_runner` (compacted per-policy batches with
-    ``capacity``, default `capacities` of the queue's seat index for ``slots`` games),
-    and the same keys: game g's randomness is ``keys[g]`` and its own step count alone,
-    so its result equals `make_table_runner`'s for the same key and seats, whichever
-    slot plays it and when.  Up to ``reload`` (default slots / 16) idle slots take a new
-    game per iteration.
-
-    ``stats``: `make_table_runner`'s per game and seat [G, n] (``decisions``, ...,
-    ``entropy``, ``placement``, ``wins``), plus ``coins`` and ``alive`` (the final
-    state's), and per game ``steps`` and ``finished``.  No final states (their slots
-    are reused).
+    The serving and the keys of `make_table_runner` (``capacity`` default: `capacities` of
+    the queue's seat index for ``slots`` games; game g's randomness is ``keys[g]`` and its
+    own step count alone), so a game's result is that runner's, whichever slot plays it
+    and when.  ``stats``: that runner's per game and seat [G, n], plus ``coins`` and
+    ``alive`` of the final state (no final states: their slots are reused).
 
     ``devices`` (default: one): the queue is cut into one contiguous part per device,
-    each played by its own ``slots`` slots under `jax.shard_map` (no communication, so
-    each device's loop ends with its own games; `coupjax.devices.use_host_cores` makes
-    one device per CPU core).  A game's result does not depend on its part.
+    each played by its own ``slots`` slots under `jax.shard_map` (no communication;
+    `coupjax.devices.use_host_cores` makes one device per CPU core).
     """
     entries = list(policy_list)
     if not entries:
         raise ValueError("policy_list is empty")
-    n = env.num_players
-    T = tables(n)
     B = int(slots)
     R_ = max(1, B // 16) if reload is None else int(reload)
     param_slots = [i for i, p in enumerate(entries) if isinstance(p, ParamPolicy)]
-    step = jax.vmap(env.step)
-    init = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))
 
-    def play(keys, idx, params, capacity, count=None):
-        # games count .. G-1 are padding: never loaded (their rows stay zero)
-        G = keys.shape[0]
-        count = G if count is None else jnp.minimum(count, G)
-        policies = _branches(entries, params)
-        zeros = lambda rows, dt=jnp.int32: {name: jnp.zeros((rows, n), dt) for name in STAT_NAMES}  # noqa: E731
-        game = jnp.where(jnp.arange(B) < count, jnp.arange(B), G).astype(jnp.int32)
-        s = init(keys[jnp.clip(game, 0, G - 1)])
-        st = dict(zeros(B), entropy=jnp.zeros((B, n), jnp.float32))
-        out = dict(zeros(G), entropy=jnp.zeros((G, n), jnp.float32), placement=jnp.zeros((G, n), jnp.int32),
-                   coins=jnp.zeros((G, n), jnp.int32), alive=jnp.zeros((G, n), bool),
-                   steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
-        gi = jnp.clip(game, 0, G - 1)
+    def play(keys, idx, params, capacity, count):
+        players = rollout.Players(env, tuple(_branches(entries, params)), capacity)
+        return play_queue(players, keys, idx, count, B, R_, max_steps)
 
-        def live(c):
-            game = c.aux[0]
-            return (game < G) & ~c.state.terminated & (c.steps < max_steps)
-
-        def cond(c):
-            game, nxt = c.aux[0], c.aux[1]
-            return (game < G).any() | (nxt < count)
-
-        def tally(aux, c, a, logits, served):
-            game, nxt, st, out = aux
-            return game, nxt, count_stats(T, n)(st, c, a, logits, served), out
-
-        def reset(c):
-            s, t, (game, nxt, st, out) = c.state, c.steps, c.aux
-            done = (game < G) & (s.terminated | (t >= max_steps))
-            # record the finished games
-            row = jnp.where(done, game, G)
-            place = jnp.argsort(jax.vmap(board.placements)(s), axis=1).astype(jnp.int32) + 1
-            put = lambda o, v: o.at[row].set(v, mode="drop")  # noqa: E731
-            out = {**{k: put(out[k], st[k]) for k in (*STAT_NAMES, "entropy")}, "placement": put(out["placement"], place),
-                   "coins": put(out["coins"], jax.vmap(board.coins)(s)), "alive": put(out["alive"], jax.vmap(board.alive)(s)),
-                   "steps": put(out["steps"], t), "finished": put(out["finished"], s.terminated)}
-            game = jnp.where(done, G, game)
-            # reload up to R_ idle slots with the next games of the queue
-            idle = game >= G
-            pick = jnp.nonzero(idle, size=R_, fill_value=B)[0]
-            rank = jnp.arange(R_)
-            new_game = jnp.where((pick < B) & (nxt + rank < count), nxt + rank, G).astype(jnp.int32)
-            take = new_game < G
-            slot = jnp.where(take, pick, B)
-            ng = jnp.clip(new_game, 0, G - 1)
-            s = jax.tree.map(lambda x, f: x.at[slot].set(f, mode="drop"), s, init(keys[ng]))
-            return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
-                              key=c.key.at[slot].set(keys[ng], mode="drop"),
-                              seats=c.seats.at[slot].set(idx[ng], mode="drop"),
-                              aux=(game.at[slot].set(new_game, mode="drop"), nxt + take.sum().astype(jnp.int32),
-                                   {k: v.at[slot].set(0, mode="drop") for k, v in st.items()}, out))
-
-        c, _ = rollout.play(env, policies, s, keys[gi], seats=idx[gi], tally=tally, reset=reset, live=live, cond=cond,
-                            aux=(game, jnp.minimum(B, count).astype(jnp.int32), st, out), capacity=capacity, step=step)
-        out = c.aux[3]
-        out["wins"] = ((out["placement"] == 1) & out["finished"][:, None]).astype(jnp.int32)
-        return out
-
-    devs = list(devices) if devices is not None else []
-    D = max(len(devs), 1)
-    if D == 1:
-        _run = jax.jit(play, static_argnames="capacity")
-    else:
-        mesh = mesh_devices.data_mesh(devs)
-
-        def sharded(keys, idx, params, capacity, count):
-            def local(k, i, prm, c):  # device d plays games d * G/D ...: its real ones
-                return play(k, i, prm, capacity, jnp.clip(c - jax.lax.axis_index("data") * k.shape[0], 0))
-            specs = (P("data"), P("data"), P(), P())
-            return mesh_devices.shard(local, mesh, specs, P("data"))(keys, idx, params, count)
-
-        _run = jax.jit(sharded, static_argnames="capacity")
+    devices = list(devices) if devices is not None else []
+    _run, D = _jit_over_devices(play, devices), max(len(devices), 1)
     default_params = tuple(entries[i].params for i in param_slots)
 
     def run(keys, seat_policy_index, params=None, capacity=None, count=None):

@@ -27,31 +27,32 @@ def make_simulation(env: Env, num_games: int, max_steps: int = 5000):
     lay = env.layout
     main_kind = jnp.asarray(lay.main_kind)
 
-    def keys(key, steps, live):  # one key for the batch, split every step
-        key, ka, ks = jax.random.split(key, 3)
-        k_step = jax.random.split(ks, num_games)
-        return key, (k_step, ka, k_step)  # the uniform policy reads no key
-
     def sample(ka, logits):  # every game is served: its logits are finite exactly where legal
         return uniform_legal_action(ka, jnp.isfinite(logits))
 
-    def tally(aux, c, a, logits, served):
-        lengths, hist = aux
-        s = c.state
+    players = rollout.Players(env, (rollout.uniform_logits,), sample=sample)
+    every = jnp.ones(num_games, bool)  # every game steps every iteration (`env.step` leaves a finished one as it is)
+
+    def body(carry):
+        tables, key, lengths, hist = carry
+        key, ka, ks = jax.random.split(key, 3)  # one key for the batch, split every step
+        k_step = jax.random.split(ks, num_games)
+        s = tables.state
+        tables, moved = rollout.step(players, tables, rollout.StepKeys(k_step, ka, k_step), every)
         declared = (board.phase(s) == rules.PH_ACTION) & ~s.terminated
-        kinds = jnp.where(declared, main_kind[a], -1)
-        return lengths + ~s.terminated, hist + (kinds[:, None] == jnp.arange(rules.NUM_MAIN_ACTIONS)).sum(0)
+        kinds = jnp.where(declared, main_kind[moved.action], -1)
+        hist = hist + (kinds[:, None] == jnp.arange(rules.NUM_MAIN_ACTIONS)).sum(0)
+        return tables, key, lengths + ~s.terminated, hist
 
     @jax.jit
     def run(key):
         k0, key = jax.random.split(key)
         states = jax.vmap(env.init)(jax.random.split(k0, num_games))
-        # every game steps every iteration (a finished one is left as it is by `env.step`)
-        c, _ = rollout.play(env, rollout.uniform_logits, states, key, step_keys=keys, sample=sample, tally=tally,
-                            aux=(jnp.zeros(num_games, jnp.int32), jnp.zeros(rules.NUM_MAIN_ACTIONS, jnp.int32)),
-                            live=lambda c: jnp.ones(num_games, bool),
-                            cond=lambda c: (~c.state.terminated.all()) & (c.it < max_steps))
-        return (c.state, c.key, c.it, *c.aux)
+        first = (rollout.start(states, jnp.zeros((num_games, env.num_players), jnp.int32)), key,
+                 jnp.zeros(num_games, jnp.int32), jnp.zeros(rules.NUM_MAIN_ACTIONS, jnp.int32))
+        tables, key, lengths, hist = jax.lax.while_loop(
+            lambda c: (~c[0].state.terminated.all()) & (c[0].it < max_steps), body, first)
+        return tables.state, key, tables.it, lengths, hist
 
     return run
 

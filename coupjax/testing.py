@@ -100,24 +100,30 @@ def _position_player(env):
         ev = last_event(s)
         return ((ev.phase == rules.PH_LOSE) | (ev.phase == rules.PH_EXCHANGE)) & (ev.seat != s.current_player)
 
-    def keys(k, steps, live):  # each game splits its own key at each of its steps
-        new = jax.vmap(lambda kk: jax.random.split(kk, 3))(k)
-        return jnp.where(live[:, None], new[:, 0], k), (new[:, 2], new[:, 1], new[:, 2])
-
     def sample(ka, logits):  # a served game's logits are finite exactly where legal
         return jax.vmap(_uniform_legal)(ka, jnp.isfinite(logits))
+
+    players = rollout.Players(env, (rollout.uniform_logits,), sample=sample)
 
     @jax.jit
     def play(key, limit, after_private):
         k0, k = jax.vmap(jax.random.split)(jax.random.split(key, limit.shape[0])).transpose(1, 0, 2)
         s = jax.vmap(env.init)(k0)
 
-        def live(c):
-            t = c.steps
-            stop = (t >= limit) & (~after_private | jax.vmap(private)(c.state) | (t >= limit + 60))
-            return ~c.state.terminated & ~stop
+        def live(tables):
+            t = tables.steps
+            stop = (t >= limit) & (~after_private | jax.vmap(private)(tables.state) | (t >= limit + 60))
+            return ~tables.state.terminated & ~stop
 
-        return rollout.play(env, rollout.uniform_logits, s, k, step_keys=keys, sample=sample, live=live)[0].state
+        def body(carry):  # each game splits its own key at each of its steps
+            tables, k = carry
+            lv = live(tables)
+            new = jax.vmap(lambda kk: jax.random.split(kk, 3))(k)
+            tables, _ = rollout.step(players, tables, rollout.StepKeys(new[:, 2], new[:, 1], new[:, 2]), lv)
+            return tables, jnp.where(lv[:, None], new[:, 0], k)
+
+        first = (rollout.start(s, jnp.zeros((limit.shape[0], env.num_players), jnp.int32)), k)
+        return jax.lax.while_loop(lambda c: live(c[0]).any(), body, first)[0].state
 
     return play
 

@@ -3,8 +3,8 @@
 A learner (`training.learner.Learner`) and a Gymnasium user (`coupjax.gymnasium`) both
 see a multi-agent game as a single-agent one: they choose for one seat, and the other
 seats' decisions are played by seated policies until that seat must decide again or
-its game is over.  `SingleSeat.advance` is that loop, once, on `coupjax.rollout.play`
-(a batch of one game: callers `vmap` it).
+its game is over.  `SingleSeat.advance` is that loop, once: a `lax.while_loop` of
+`coupjax.rollout.step` on a batch of one game (callers `vmap` it).
 
 Two ways a game ends for the seat (Pgx-style wrappers, chosen at construction):
 
@@ -28,18 +28,31 @@ import jax.numpy as jnp
 
 from coupjax import rollout
 from coupjax.events import last_event
+from coupjax.state import State
 
 
 class Advanced(NamedTuple):
     """What `SingleSeat.advance` returns (one game)."""
 
-    state: object  # the game, at a decision of ``seat`` or over (play-out)
+    state: State  # the game, at a decision of ``seat`` or over (play-out)
     seat: jax.Array  # int32[]: the seat (a new game's under auto-reset)
     seats: jax.Array  # int32[n]: the policy of each seat
     over: jax.Array  # bool[]: the game at entry ended for the seat (auto-reset)
-    last: object  # that game's last state, when ``over``
+    last: State  # that game's last state, when ``over``
     steps: jax.Array  # int32[]: engine steps taken in live games
     record: object  # the caller's ``record`` carry
+
+
+class Seat(NamedTuple):
+    """The carry of `SingleSeat.advance`'s loop (one game)."""
+
+    game: rollout.Tables  # the game, a batch of one
+    key: jax.Array  # the caller's carried key (``step_keys``)
+    seat: jax.Array  # int32[]: the outside seat (a new game's under auto-reset)
+    alive: jax.Array  # bool[]: the seat has influence (auto-reset)
+    pending: jax.Array  # bool[]: the outside action is still to be applied
+    recorded: jax.Array  # bool[]: the game at entry ended for the seat
+    last: State  # that game's last state, once ``recorded``
 
 
 def _one(x):
@@ -59,10 +72,23 @@ class SingleSeat:
     """
 
     def __init__(self, env, policies, max_steps: int = rollout.MAX_STEPS, new_game: Callable | None = None):
-        self.env = env
-        self.policies = list(policies)
+        self.players = rollout.Players(env, tuple(policies))
         self.max_steps = int(max_steps)
         self.new_game = new_game
+
+    def over(self, c: Seat):
+        """The game is over for the seat (ended, or under auto-reset the seat is out), and
+        no outside action waits."""
+        out = ~c.alive if self.new_game is not None else jnp.array(False)
+        return (_first(c.game.state).terminated | out) & ~c.pending
+
+    def go_on(self, c: Seat):
+        """An action waits, or the seat is not to move in a live game (and under play-out
+        the match is not over)."""
+        s = _first(c.game.state)
+        at_seat = ~s.terminated & c.alive & (s.current_player == c.seat)
+        played_out = s.terminated if self.new_game is None else jnp.array(False)  # auto-reset plays on in a new game
+        return c.pending | (~at_seat & ~played_out & (c.game.it < self.max_steps))
 
     def advance(self, state, seat, seats, key, step_keys: Callable, action=None, steps=0,
                 record: Callable | None = None, record_init=None, pending=None) -> Advanced:
@@ -76,59 +102,30 @@ class SingleSeat:
         None``); a traced flag lets one compiled call (`vmap`-ed) start some games at a
         decision of another seat while it steps others.
         """
-        reset = self.new_game is not None
-        pending0 = jnp.array(action is not None) if pending is None else jnp.asarray(pending, bool)
-        action = jnp.int32(0) if action is None else jnp.asarray(action, jnp.int32)
         t0 = jnp.asarray(steps, jnp.int32)
-        aux0 = {"seat": jnp.asarray(seat, jnp.int32), "alive": jnp.array(True), "recorded": jnp.array(False),
-                "last": state, "pending": pending0, "over": jnp.array(False), "record": record_init}
+        pending = jnp.array(action is not None) if pending is None else jnp.asarray(pending, bool)
+        action = jnp.int32(0) if action is None else jnp.asarray(action, jnp.int32)
 
-        def over_of(c):
-            s, a = _first(c.state), c.aux
-            return (s.terminated | (~a["alive"] if reset else False)) & ~a["pending"]
-
-        def live(c):
-            return ~over_of(c)[None]
-
-        def cond(c):
-            s, a = _first(c.state), c.aux
-            at_seat = ~s.terminated & a["alive"] & (s.current_player == a["seat"])
-            played_out = jnp.array(False) if reset else s.terminated  # auto-reset plays on in a new game
-            return a["pending"] | (~at_seat & ~played_out & (c.it < self.max_steps))
-
-        def keys(carry, t, lv):
-            key, _ = carry
-            key, k_new, k_pol, k_act, k_step = step_keys(key, t0 + t[0])
-            return (key, k_new), (k_pol[None], k_act[None], k_step[None])
-
-        def forced(c, sampled):
-            return jnp.where(c.aux["pending"], action, sampled)
-
-        def tally(a, c, act, logits, served):
-            over = ~served[0]
-            s = _first(c.state)
-            a = {**a, "over": over, "last": jax.tree.map(lambda x, y: jnp.where(over & ~a["recorded"], x, y), s,
-                                                         a["last"]),
-                 "recorded": a["recorded"] | over}
+        def body(carry):
+            c, rec = carry
+            key, k_new, k_pol, k_act, k_step = step_keys(c.key, t0 + c.game.steps[0])
+            over, s = self.over(c), _first(c.game.state)
+            game, moved = rollout.step(self.players, c.game, rollout.StepKeys(k_pol[None], k_act[None], k_step[None]),
+                                       ~over[None], jnp.where(c.pending, action, -1)[None])
             if record is not None:
-                a["record"] = jax.lax.cond(served[0], lambda r: record(r, t0 + c.steps[0], s, act[0]), lambda r: r,
-                                           a["record"])
-            return a
+                rec = jax.lax.cond(moved.served[0], lambda r: record(r, t0 + c.game.steps[0], s, moved.action[0]),
+                                   lambda r: r, rec)
+            c = c._replace(game=game, key=key, pending=jnp.array(False), recorded=c.recorded | over,
+                           last=jax.tree.map(lambda x, y: jnp.where(over & ~c.recorded, x, y), s, c.last))
+            if self.new_game is None:
+                return c, rec
+            alive = c.alive & ~last_event(_first(game.state)).eliminated[c.seat]  # the public event of the step
+            fresh, f_seat, f_seats = self.new_game(k_new)
+            s_new = jax.tree.map(lambda x, y: jnp.where(over, x, y), fresh, _first(game.state))
+            game = game._replace(state=_one(s_new), seats=jnp.where(over, f_seats, game.seats[0])[None])
+            return c._replace(game=game, seat=jnp.where(over, f_seat, c.seat), alive=jnp.where(over, True, alive)), rec
 
-        def after(c):
-            a, s, over = c.aux, _first(c.state), c.aux["over"]
-            alive = a["alive"] & ~last_event(s).eliminated[a["seat"]]  # the public event of the step
-            a = {**a, "pending": jnp.array(False)}
-            if not reset:
-                return c._replace(aux=a)
-            fresh, f_seat, f_seats = self.new_game(c.key[1])
-            s = jax.tree.map(lambda x, y: jnp.where(over, x, y), fresh, s)
-            a = {**a, "seat": jnp.where(over, f_seat, a["seat"]), "alive": jnp.where(over, True, alive)}
-            return c._replace(state=_one(s), seats=jnp.where(over, f_seats, c.seats[0])[None], aux=a)
-
-        k_new = step_keys(key, t0)[1]  # the shape of the carried new-game key
-        seats = jnp.asarray(seats, jnp.int32)[None]
-        c, _ = rollout.play(self.env, self.policies, _one(state), (key, k_new), seats=seats,
-                            step_keys=keys, live=live, cond=cond, forced=forced, tally=tally, aux=aux0, reset=after)
-        a = c.aux
-        return Advanced(_first(c.state), a["seat"], c.seats[0], a["recorded"], a["last"], c.steps[0], a["record"])
+        first = Seat(rollout.start(_one(state), jnp.asarray(seats, jnp.int32)[None]), key, jnp.asarray(seat, jnp.int32),
+                     jnp.array(True), pending, jnp.array(False), state)
+        c, rec = jax.lax.while_loop(lambda carry: self.go_on(carry[0]), body, (first, record_init))
+        return Advanced(_first(c.game.state), c.seat, c.game.seats[0], c.recorded, c.last, c.game.steps[0], rec)

@@ -1,5 +1,5 @@
 """The play primitive: the same games as a plain step-by-step loop, whatever the batch,
-schedule or loop mode, records stacked per step, and one compilation per shape."""
+schedule or loop (`play` or a caller's scan of `step`), and one compilation per shape."""
 from __future__ import annotations
 
 import ast
@@ -64,30 +64,35 @@ def test_play_is_the_plain_loop_whatever_the_schedule(env, setup):
     limit = 12
     want, want_steps = _reference(env, policies, seats, keys, state, limit)
     for capacity in (None, (2, 2)):
-        c, rec = jax.jit(lambda s: rollout.play(env, policies, s, keys, seats=seats, limit=limit,
-                                                capacity=capacity))(state)
-        assert rec is None
+        players = rollout.Players(env, tuple(policies), capacity)
+        c, aux = jax.jit(lambda s: rollout.play(players, s, keys, seats, limit))(state)
+        assert aux is None
         np.testing.assert_array_equal(np.asarray(c.steps), want_steps)
         _assert_same_states(c.state, want)
     assert int(c.it) > limit  # the small capacity made games wait
 
 
-def test_records_are_stacked_per_step(env, setup):
-    """Scan mode stacks the records [T, B]; while mode writes the same rows into a
-    buffer of ``limit`` rows, zeros after the last iteration."""
+def test_a_scan_of_step_records_the_games_of_play(env, setup):
+    """A caller's `lax.scan` of `rollout.step` (the loop every trainer writes) records
+    [T, B] rows of the seat that moved and its action, and plays `play`'s games; its
+    ``tally`` sees the same steps."""
     policies, seats, keys, state = setup
-    record = lambda c, a, new: {"seat": c.state.current_player, "action": a, "done": new.terminated}  # noqa: E731
-    T = 5
-    c, rec = jax.jit(lambda s: rollout.play(env, policies, s, keys, seats=seats, num_steps=T, record=record))(state)
+    players, T = rollout.Players(env, tuple(policies)), 5
+
+    def one_step(tables, _):
+        live = ~tables.state.terminated
+        new, moved = rollout.step(players, tables, rollout.per_game_keys(keys, tables.steps), live)
+        return new, {"seat": tables.state.current_player, "action": moved.action, "done": new.state.terminated}
+
+    c, rec = jax.jit(lambda s: jax.lax.scan(one_step, rollout.start(s, seats), None, T))(state)
     assert rec["action"].shape == (T, B) and rec["done"].dtype == jnp.bool_
-    c2, rec2 = jax.jit(lambda s: rollout.play(env, policies, s, keys, seats=seats, limit=T, record=record))(state)
-    assert rec2["action"].shape == (T, B) and int(c2.it) == T
-    for k in rec:
-        np.testing.assert_array_equal(np.asarray(rec[k]), np.asarray(rec2[k]))
+    count = lambda n, tables, moved: n + moved.served  # noqa: E731
+    c2, served = jax.jit(lambda s: rollout.play(players, s, keys, seats, T, count, jnp.zeros(B, jnp.int32)))(state)
+    assert int(c2.it) == T and (np.asarray(served) == np.asarray(c2.steps)).all()
     _assert_same_states(c.state, c2.state)
     # the record is of the step: the seat that moved, the action it chose (the reference's)
     np.testing.assert_array_equal(np.asarray(rec["seat"][0]), np.asarray(state.current_player))
-    one, _ = rollout.play(env, policies, state, keys, seats=seats, num_steps=1)
+    one, _ = rollout.play(players, state, keys, seats, 1)
     _assert_same_states(one.state, _reference(env, policies, seats, keys, state, 1)[0])
 
 
@@ -99,7 +104,7 @@ def test_one_compilation_per_shape(env, setup):
     @jax.jit
     @chex.assert_max_traces(n=1)
     def run(s, k, idx):
-        return rollout.play(env, policies, s, k, seats=idx, limit=4)[0].steps
+        return rollout.play(rollout.Players(env, tuple(policies)), s, k, idx, 4)[0].steps
 
     for i in range(3):
         s = jax.vmap(env.init)(jax.random.split(jax.random.PRNGKey(10 + i), B))
@@ -122,7 +127,8 @@ LOOPS = {"scan", "while_loop", "fori_loop"}
 
 def _loops_over_a_step(tree) -> bool:
     """A `lax.scan`/`while_loop`/`fori_loop` call and a call of ``.step(``,
-    ``.step_autoreset(``, ``step_b(`` or a name ``env_step`` in one module."""
+    ``.step_autoreset(``, ``step_b(`` or a name ``env_step`` in one module (a loop of the
+    primitive, ``rollout.step(``, is how games are played)."""
     loop = step = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -130,7 +136,8 @@ def _loops_over_a_step(tree) -> bool:
             if isinstance(f, ast.Attribute) and f.attr in LOOPS and isinstance(f.value, ast.Attribute | ast.Name) \
                     and (getattr(f.value, "attr", None) == "lax" or getattr(f.value, "id", None) == "lax"):
                 loop = True
-            if isinstance(f, ast.Attribute) and f.attr in ("step", "step_autoreset"):
+            if isinstance(f, ast.Attribute) and f.attr in ("step", "step_autoreset") \
+                    and getattr(f.value, "id", None) != "rollout":
                 step = True
             if isinstance(f, ast.Name) and f.id == "step_b":
                 step = True
@@ -156,7 +163,7 @@ def test_games_are_played_through_the_rollout():
     assert len(EXCEPTIONS) <= 2
     found = _game_loops()
     new = found - set(EXCEPTIONS) - NOT_YET_PORTED
-    assert not new, f"{sorted(new)} loop over a step themselves: play through coupjax.rollout.play"
+    assert not new, f"{sorted(new)} loop over a step themselves: play through coupjax.rollout.step"
     moved = NOT_YET_PORTED - found
     assert not moved, f"{sorted(moved)} no longer loop over a step: take them off NOT_YET_PORTED"
 
@@ -165,6 +172,7 @@ def test_the_loop_finder_sees_a_loop_over_a_step():
     src = "import jax\ndef f(env, s, k):\n    return jax.lax.scan(lambda c, x: (env.step(c, 0, x), None), s, k)\n"
     assert _loops_over_a_step(ast.parse(src))
     assert not _loops_over_a_step(ast.parse(src.replace("env.step(c, 0, x)", "c")))
+    assert not _loops_over_a_step(ast.parse(src.replace("env.step(c, 0, x)", "rollout.step(p, c, x, True)")))
 
 
 # ------------------------------------------------------------------ the single-seat wrapper

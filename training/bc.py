@@ -1,7 +1,7 @@
 """Behaviour cloning of the scripted players (CoupVisor IV.M, C.6).
 
 Games are logged through the engine by policies drawn per seat from the ``teachers``
-pool (`collect`: `coupjax.rollout.play` of B games with auto-reset, recording every
+pool (`collect`: a scan of `coupjax.rollout.step` on B games with auto-reset, recording every
 decision as ``(obs, mask, action, teacher, game)``).  As in CoupVisor every logged
 player is imitated, unless ``imitate`` names a subset of teachers.
 
@@ -48,33 +48,30 @@ def make_collector(env: Env, pool: dict, num_envs: int, steps: int):
         k1, k2 = jax.random.split(key)
         return env.init(k1), jax.random.categorical(k2, logw, shape=(n,)).astype(jnp.int32)
 
-    def keys(carry, steps, live):  # one key per scan step, split per game: policy, action, step, new game
-        step_keys, i, _ = carry
-        k = jax.vmap(lambda kk: jax.random.split(kk, 4))(jax.random.split(step_keys[i], num_envs))
-        return (step_keys, i + 1, k[:, 3]), (k[:, 0], k[:, 1], k[:, 2])
+    players = rollout.Players(env, tuple(policies))
 
-    def record(c, a, new):
-        s, seats = c.state, c.seats
-        teacher = jnp.take_along_axis(seats, s.current_player[:, None], axis=1)[:, 0]
-        return {"obs": s.observation, "mask": s.legal_action_mask, "action": a, "teacher": teacher, "game": c.aux[0]}
-
-    def auto_reset(c):  # a finished game is replaced at once by a new one (new teachers)
-        (game, games), done = c.aux, c.state.terminated
-        fs, fseats = jax.vmap(new_game)(c.key[2])
-        s = jax.tree.map(lambda x, y: jnp.where(done.reshape((-1,) + (1,) * (x.ndim - 1)), x, y), fs, c.state)
-        return c._replace(state=s, seats=jnp.where(done[:, None], fseats, c.seats),
-                          aux=(game + done * num_envs, games + done.sum()))
+    def one_step(carry, step_key):  # one key per step, split per game: policy, action, step, new game
+        tables, game, games = carry
+        k = jax.vmap(lambda kk: jax.random.split(kk, 4))(jax.random.split(step_key, num_envs))
+        s = tables.state
+        teacher = jnp.take_along_axis(tables.seats, s.current_player[:, None], axis=1)[:, 0]
+        tables, moved = rollout.step(players, tables, rollout.StepKeys(k[:, 0], k[:, 1], k[:, 2]),
+                                     jnp.ones(num_envs, bool))
+        row = {"obs": s.observation, "mask": s.legal_action_mask, "action": moved.action, "teacher": teacher,
+               "game": game}
+        done = tables.state.terminated  # a finished game is replaced at once by a new one (new teachers)
+        fs, fseats = jax.vmap(new_game)(k[:, 3])
+        tables = tables._replace(state=rollout.tree_where(done, fs, tables.state),
+                                 seats=jnp.where(done[:, None], fseats, tables.seats))
+        return (tables, game + done * num_envs, games + done.sum()), row
 
     @jax.jit
     def collect(key):
         k0, key = jax.random.split(key)
         s, seats = jax.vmap(new_game)(jax.random.split(k0, num_envs))
-        game = jnp.arange(num_envs, dtype=jnp.int32)
-        carry = (jax.random.split(key, steps), jnp.int32(0), jax.random.split(k0, num_envs))
-        c, data = rollout.play(env, policies, s, carry, seats=seats, num_steps=steps, record=record, step_keys=keys,
-                               reset=auto_reset, live=lambda c: jnp.ones(num_envs, bool),
-                               aux=(game, jnp.int32(0)))
-        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), c.aux[1]
+        first = (rollout.start(s, seats), jnp.arange(num_envs, dtype=jnp.int32), jnp.int32(0))
+        (_, _, games), data = jax.lax.scan(one_step, first, jax.random.split(key, steps))
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), data), games
 
     return collect
 

@@ -13,8 +13,8 @@ of ``belief_ev``), large c mixed tables.  A new draw is made whenever a game end
 the network meets every member, alone and mixed, and plays against itself and its
 past (which keeps it from cycling) without forgetting how to beat the bots.
 
-`League.play` advances every game by a number of engine steps (`Env.step_autoreset`)
-on `coupjax.rollout.play`, with the members as the rollout's policies and the tables'
+`League.play` advances every game by a number of engine steps (`Env.step_autoreset`),
+a `lax.scan` of `coupjax.rollout.step`, with the members as the rollout's policies and the tables'
 ``member`` as its seats: the seat to move acts with its member's policy.  The network's
 and the snapshots' policies come from the caller (run on every game: a small MLP); a
 pool policy is evaluated on the games whose seat to move it plays.  Under `vmap` a
@@ -79,18 +79,15 @@ class StepRecord:
     logp: jnp.ndarray  # float32 []  log-probability of the action under its seat's policy (legal actions)
 
 
-ROW_BEFORE = ("obs", "mask", "action", "seat", "learner", "stepped", "present", "hands_target", "hands_valid",
-              "logp", "extra")
-
-
 def masked_log_softmax(logits, mask):
     """Log-probabilities over the legal actions; illegal ones get about -1e9, not -inf,
     so that products with their zero probability have zero gradients."""
     return jax.nn.log_softmax(jnp.where(mask, logits, -1e9))
 
 
-def _tree_where(c, a, b):
-    return jax.tree.map(lambda x, y: jnp.where(jnp.reshape(c, c.shape + (1,) * (x.ndim - c.ndim)), x, y), a, b)
+def _masked(policy):
+    """``policy`` with its illegal actions at -inf (the sampled and recorded logits)."""
+    return lambda k, s: jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)
 
 
 def opponent_hands(state: State, seat):
@@ -170,8 +167,8 @@ class League:
 
     # ------------------------------------------------------------------ the games
     def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None):
-        """``len(keys)`` engine steps of every game on `coupjax.rollout.play`; returns
-        (tables, `StepRecord` with leaves [T, B, ...], ``extra``'s outputs [T, B, ...]).
+        """``len(keys)`` engine steps of every game, a `lax.scan` of `coupjax.rollout.step`;
+        returns (tables, `StepRecord` with leaves [T, B, ...], ``extra``'s outputs [T, B, ...]).
 
         ``keys`` [T]: step t's key (game slot g draws from ``fold_in(keys[t], slot[g])``
         split in four: policy, action, engine step, new game).  ``self_policy`` and the K
@@ -180,81 +177,54 @@ class League:
         `capacity` games per step (the others wait, counted as stalls; module doc).
         ``extra(states [B]) -> pytree``: anything the caller wants of each step's games
         before the step (e.g. the value net's estimates), or None.
-
-        The rollout's carry keeps this step's record row (``tally``, before the step) and
-        completes it in ``reset`` (after it: the end for training, the rewards, the new
-        games), writing row t of a [T, B] buffer.
         """
-        n, B, T = self.n, tables.slot.shape[0], keys.shape[0]
+        B = tables.slot.shape[0]
         if len(snapshot_policies) != self.num_snapshots:
             raise ValueError(f"{len(snapshot_policies)} snapshot policies for {self.num_snapshots} snapshots")
+        players = rollout.Players(self.env, tuple(_masked(p) for p in (self_policy, *snapshot_policies, *self.policies)),
+                                  capacity=tuple([B] * self.first_pool + [self.capacity(m, B) for m in
+                                                                          range(self.first_pool, self.num_members)]),
+                                  autoreset=True)
 
-        def masked(policy):
-            return lambda k, s: jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)
+        def one_step(tables: Tables, key):
+            k = jax.vmap(lambda slot: jax.random.split(jax.random.fold_in(key, slot), 4))(tables.slot)
+            # every step serves a pool policy's first games counted from game 0 (it = 0): the league's schedule
+            game = rollout.Tables(tables.state, jnp.zeros(B, jnp.int32), tables.member, jnp.int32(0))
+            played, moved = rollout.step(players, game, rollout.StepKeys(k[:, 0], k[:, 1], k[:, 2]), jnp.ones(B, bool))
+            tables, record = self._after(tables, played.state, moved, k[:, 3])
+            return tables, (record, None if extra is None else extra(game.state))
 
-        policies = [masked(p) for p in (self_policy, *snapshot_policies, *self.policies)]
-        capacity = [B] * self.first_pool + [self.capacity(m, B) for m in range(self.first_pool, self.num_members)]
+        tables, (record, out) = jax.lax.scan(one_step, tables, keys)
+        return tables, record, out
 
-        def step_keys(carry, steps, live):
-            k = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(carry["keys"][carry["t"]], tables.slot)
-            split = jax.vmap(lambda x: jax.random.split(x, 4))(k)
-            return {**carry, "t": carry["t"] + 1, "new": split[:, 3]}, (split[:, 0], split[:, 1], split[:, 2])
-
-        def before(c, action, logits, served, primary):
-            """The record's fields known before the step."""
-            s = c.state
-            seat = s.current_player
-            member = jnp.take_along_axis(c.seats, seat[:, None], axis=1)[:, 0]
-            target, valid = jax.vmap(opponent_hands)(s, seat)
-            others = jnp.arange(n)[None, :] != primary[:, None]
-            present = ((c.seats[:, :, None] == jnp.arange(self.num_members)) & others[:, :, None]).any(axis=1)
-            logp = jnp.take_along_axis(masked_log_softmax(logits, s.legal_action_mask), action[:, None], axis=1)
-            return {"obs": s.observation, "mask": s.legal_action_mask, "action": action, "seat": seat,
-                    "learner": (member == 0) & served, "stepped": served, "present": present,
-                    "hands_target": target, "hands_valid": valid, "logp": logp[:, 0],
-                    "extra": None if extra is None else extra(s)}
-
-        def tally(aux, c, action, logits, served):
-            return {**aux, "row": before(c, action, logits, served, aux["primary"])}
-
-        def after(c):
-            """The step's end for training (module doc), its record row, the new games."""
-            aux = c.aux
-            row = aux["row"]
-            stepped, ns = row["stepped"], c.state
-            ended = ns.terminated & stepped
-            learner_alive = (board.alive(ns) & (c.seats == 0)).any(axis=1)
-            abandoned = ~ended & ~learner_alive & stepped
-            done = ended | abandoned
-            lost = jnp.full((B, n), -1.0 / (n - 1), jnp.float32)
-            rewards = jnp.where(done[:, None], jnp.where(ended[:, None], ns.rewards, lost), 0.0)
-            fresh, f_member, f_primary = jax.vmap(self._new_game)(c.key["new"])
-            ns = _tree_where(abandoned, fresh, ns)
-            ns = ns.replace(terminated=jnp.zeros_like(ns.terminated), rewards=jnp.zeros_like(ns.rewards))
-            won = done & (jnp.take_along_axis(rewards, aux["primary"][:, None], axis=1)[:, 0] > 0)
-            row = {**row, "done": done, "rewards": rewards, "primary_won": won}
-            buf = jax.tree.map(lambda b, r: b.at[c.key["t"] - 1].set(r), aux["buf"], row)
-            # it = 0: a pool policy serves the first games wanting it, counted from game 0 at
-            # every step (the league's schedule; the rollout would rotate the start)
-            return c._replace(state=ns, seats=jnp.where(done[:, None], f_member, c.seats), it=jnp.int32(0),
-                              aux={**aux, "buf": buf, "primary": jnp.where(done, f_primary, aux["primary"])})
-
-        carry = {"keys": keys, "t": jnp.int32(0), "new": jax.random.split(keys[0], B)}
-        c0 = rollout.Tables(tables.state, jnp.zeros(B, jnp.int32), carry, tables.member, None, jnp.int32(0))
-        z = jnp.zeros(B, bool)
-        shape = jax.eval_shape(lambda c: {**before(c, jnp.zeros(B, jnp.int32), jnp.zeros((B, self.env.num_actions)),
-                                                   z, tables.primary), "done": z, "primary_won": z,
-                                          "rewards": jnp.zeros((B, n), jnp.float32)}, c0)
-        buf = jax.tree.map(lambda x: jnp.zeros((T,) + x.shape, x.dtype), shape)
-        aux = {"primary": tables.primary, "row": jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype),
-                                                              {k: v for k, v in shape.items() if k in ROW_BEFORE}),
-               "buf": buf}
-        c, _ = rollout.play(self.env, policies, tables.state, carry, seats=tables.member, num_steps=T,
-                            capacity=capacity, step_keys=step_keys, tally=tally, aux=aux, reset=after,
-                            live=lambda c: jnp.ones(B, bool), step=jax.vmap(self.env.step_autoreset))
-        rec = c.aux["buf"]
-        out = tables.replace(state=c.state, member=c.seats, primary=c.aux["primary"])
-        return out, StepRecord(**{k: v for k, v in rec.items() if k != "extra"}), rec["extra"]
+    def _after(self, tables: Tables, state: State, moved: rollout.Moved, new_keys):
+        """The step's record and the tables after it: a game ends for training when it ends
+        or no seat of the current network has influence left (module doc); an abandoned
+        game is replaced by a new one (an ended one was by `Env.step_autoreset`), and
+        every ended game gets new members."""
+        n, B = self.n, tables.slot.shape[0]
+        s, seat = tables.state, tables.state.current_player
+        member = jnp.take_along_axis(tables.member, seat[:, None], axis=1)[:, 0]
+        target, valid = jax.vmap(opponent_hands)(s, seat)
+        others = jnp.arange(n)[None, :] != tables.primary[:, None]
+        present = ((tables.member[:, :, None] == jnp.arange(self.num_members)) & others[:, :, None]).any(axis=1)
+        logp_all = masked_log_softmax(moved.logits, s.legal_action_mask)
+        logp = jnp.take_along_axis(logp_all, moved.action[:, None], axis=1)
+        ended = state.terminated & moved.served
+        learner_alive = (board.alive(state) & (tables.member == 0)).any(axis=1)
+        abandoned = ~ended & ~learner_alive & moved.served
+        done = ended | abandoned
+        lost = jnp.full((B, n), -1.0 / (n - 1), jnp.float32)
+        rewards = jnp.where(done[:, None], jnp.where(ended[:, None], state.rewards, lost), 0.0)
+        won = done & (jnp.take_along_axis(rewards, tables.primary[:, None], axis=1)[:, 0] > 0)
+        record = StepRecord(obs=s.observation, mask=s.legal_action_mask, action=moved.action, seat=seat,
+                            learner=(member == 0) & moved.served, stepped=moved.served, done=done, rewards=rewards,
+                            primary_won=won, present=present, hands_target=target, hands_valid=valid, logp=logp[:, 0])
+        fresh, f_member, f_primary = jax.vmap(self._new_game)(new_keys)
+        state = rollout.tree_where(abandoned, fresh, state)
+        state = state.replace(terminated=jnp.zeros_like(state.terminated), rewards=jnp.zeros_like(state.rewards))
+        return tables.replace(state=state, member=jnp.where(done[:, None], f_member, tables.member),
+                              primary=jnp.where(done, f_primary, tables.primary)), record
 
     def seat_observations(self, tables: Tables):
         """float32[B, n, obs]: every seat's observation of its game (for bootstrapping)."""

@@ -8,7 +8,7 @@
     ls, tr = learner.step(ls, actions, key)            # Transition with leaves [B, ...]
 
 ``step`` applies the learner's action, then advances the other seats with their
-policies (`coupjax.wrappers.SingleSeat`, on `coupjax.rollout.play`) until it is the learner's turn again, or its game is
+policies (`coupjax.wrappers.SingleSeat`, on `coupjax.rollout.step`) until it is the learner's turn again, or its game is
 over (the game ended, or the learning seat was eliminated -- its later turns would
 never come).  A finished game is replaced at once by a fresh ``env.init`` (auto-reset);
 the learning seat of the new game is drawn uniformly from the n seats and each other

@@ -23,9 +23,8 @@ def reaction_tally(T, n: int):
     block_role = jnp.asarray(T.action_block_role)
     blocks_as = jax.nn.one_hot(block_role, rules.NUM_ROLES, dtype=jnp.int32)  # [A, 5] (-1: no row)
 
-    def tally(st, c, a, logits, served):
-        del logits
-        s = c.state
+    def tally(st, tables, moved):
+        s, a, served = tables.state, moved.action, moved.served
         v = jax.vmap(lambda o: parse(o, n))(s.observation)
         seat = ((jnp.arange(n)[None, :] == s.current_player[:, None]) & served[:, None])[:, :, None]  # [B, n, 1]
         mask = s.legal_action_mask
@@ -48,14 +47,13 @@ def make_rate_runner(env, policy_list):
     policy: `coupjax.seat_tables.capacities`) lets a policy seated nowhere cost nothing."""
     n = env.num_players
     T = tables(n)
-    step = jax.vmap(env.step)
 
     def _run(keys, idx, capacity):
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
         zeros = {k: jnp.zeros((keys.shape[0], n, rules.NUM_ROLES), jnp.int32) for k in COUNTS}
-        c, _ = rollout.play(env, list(policy_list), state, keys, seats=idx, tally=reaction_tally(T, n), aux=zeros,
-                            capacity=capacity, step=step)
-        return c.aux, c.state.terminated
+        c, counts = rollout.play(rollout.Players(env, tuple(policy_list), capacity), state, keys, idx,
+                                 tally=reaction_tally(T, n), aux=zeros)
+        return counts, c.state.terminated
 
     return jax.jit(_run, static_argnames="capacity")
 

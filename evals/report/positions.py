@@ -55,8 +55,8 @@ def make_logger(env, max_rows: int = MAX_ROWS):
         buf = dict(obs=jnp.zeros((K, obs_size), jnp.int16), mask=jnp.zeros((K, A), bool),
                    action=jnp.zeros(K, jnp.int32), actor=jnp.zeros(K, jnp.int32), phase=jnp.zeros(K, jnp.int32))
 
-        def log(b, c, a, logits, served):  # the first K decisions of the game
-            s, t = jax.tree.map(lambda x: x[0], c.state), c.steps[0]
+        def log(b, tables, moved):  # the first K decisions of the game
+            s, t, a = jax.tree.map(lambda x: x[0], tables.state), tables.steps[0], moved.action
             i = jnp.minimum(t, K - 1)
             w = t < K
             put = lambda arr, x: arr.at[i].set(jnp.where(w, x, arr[i]))  # noqa: E731
@@ -64,9 +64,9 @@ def make_logger(env, max_rows: int = MAX_ROWS):
                         mask=put(b["mask"], s.legal_action_mask), action=put(b["action"], a[0]),
                         actor=put(b["actor"], s.current_player), phase=put(b["phase"], board.phase(s)))
 
-        c, _ = rollout.play(env, policies, jax.tree.map(lambda x: x[None], state), key[None], seats=seat_idx[None],
-                            limit=seat_tables.MAX_STEPS, tally=log, aux=buf)
-        state, count, buf = jax.tree.map(lambda x: x[0], c.state), c.steps[0], c.aux
+        c, buf = rollout.play(rollout.Players(env, tuple(policies)), jax.tree.map(lambda x: x[None], state), key[None],
+                              seat_idx[None], seat_tables.MAX_STEPS, log, buf)
+        state, count = jax.tree.map(lambda x: x[0], c.state), c.steps[0]
         return dict(buf, count=count, winner=board.winner(state), finished=state.terminated)
 
     return over_devices(jax.vmap(one))

@@ -1,7 +1,7 @@
 """The logged games of the replication: CoupVisor's offline data (B.1, B.2).
 
 `make_logger` plays 4-player games of the scripted bots (`LOG_TEACHERS`, each seat
-drawn uniformly per game) in parallel slots with auto-reset, one `coupjax.rollout.play`
+drawn uniformly per game) in parallel slots with auto-reset, one scan of `coupjax.rollout.step`
 per call, and records every decision of every seat (main action, reaction, answer to a
 block, reveal, exchange choice) as a row: the acting seat's observation and legal
 mask, the logged action, the actor, the game, coins and alive flags of every seat
@@ -69,38 +69,38 @@ def make_logger(env: Env, num_slots: int, steps: int):
     def init(key):
         return jax.vmap(init_one)(jax.random.split(key, num_slots))
 
-    def step_keys(keys, steps, live):  # a slot's carried key split in six, as the logger always did
-        k = jax.vmap(lambda x: jax.random.split(x, 6))(keys)
-        return k[:, 0], (k[:, 1], k[:, 2], k[:, 5])
+    players = rollout.Players(env, tuple(policies[:NUM_TEACHERS]))
 
     @jax.jit
     def run(carry, per_slot):
         s, idx, game, key, base = carry
 
-        def record(c, a, ns):
-            st, done = c.state, ns.terminated
-            k = jax.vmap(lambda x: jax.random.split(x, 6))(c.key)
+        def one_step(c, _):
+            tables, key, game = c
+            k = jax.vmap(lambda x: jax.random.split(x, 6))(key)  # a slot's carried key split in six, as always
+            ns, moved = rollout.step(players, tables, rollout.StepKeys(k[:, 1], k[:, 2], k[:, 5]),
+                                     jnp.ones(num_slots, bool))
+            row = record(tables.state, k, game, moved.action, ns.state)
+            done = ns.state.terminated
+            fs, fidx = jax.vmap(new_game)(jax.vmap(jax.random.fold_in)(base, game + 1))
+            ns = ns._replace(state=_where(done, fs, ns.state), seats=jnp.where(done[:, None], fidx, ns.seats))
+            return (ns, k[:, 0], game + done), row
+
+        def record(st, k, game, a, ns):
+            done = ns.terminated
             # what belief_ev and random would have played: the slot's key split as always (policy 1, belief_ev 3,
             # random 4)
             cf = {f"cf_{name}": jax.vmap(lambda kp, kc, x: jax.random.categorical(kc, policies[i](kp, x)))(
                 k[:, 1], k[:, j], st).astype(jnp.int32) for name, i, j in (("belief_ev", i_bev, 3),
                                                                           ("random", i_rand, 4))}
-            return {"valid": c.aux["game"] < per_slot, "obs": st.observation, "mask": st.legal_action_mask, "action": a,
-                    "actor": st.current_player, "game": c.aux["game"], "coins0": jax.vmap(board.coins)(st),
+            return {"valid": game < per_slot, "obs": st.observation, "mask": st.legal_action_mask, "action": a,
+                    "actor": st.current_player, "game": game, "coins0": jax.vmap(board.coins)(st),
                     "alive0": jax.vmap(board.alive)(st), "coins1": jax.vmap(board.coins)(ns),
                     "alive1": jax.vmap(board.alive)(ns), "done": done,
                     "game_winner": jnp.where(done, jax.vmap(board.winner)(ns), -1).astype(jnp.int32), **cf}
 
-        def reset(c):
-            done, g = c.state.terminated, c.aux["game"]
-            fs, fidx = jax.vmap(new_game)(jax.vmap(jax.random.fold_in)(c.aux["base"], g + 1))
-            return c._replace(state=_where(done, fs, c.state), seats=jnp.where(done[:, None], fidx, c.seats),
-                              aux={**c.aux, "game": g + done})
-
-        c, rec = rollout.play(env, policies[:NUM_TEACHERS], s, key, seats=idx, num_steps=steps, record=record,
-                              aux={"game": game, "base": base}, reset=reset, step_keys=step_keys,
-                              live=lambda c: jnp.ones(num_slots, bool))
-        return (c.state, c.seats, c.aux["game"], c.key, c.aux["base"]), rec
+        (tables, key, game), rec = jax.lax.scan(one_step, (rollout.start(s, idx), key, game), None, steps)
+        return (tables.state, tables.seats, game, key, base), rec
 
     return init, run
 

@@ -82,13 +82,13 @@ class QueueRecorder:
         Q = -(-int(games_per_call) // D) * D  # a multiple of D: each device gets Q / D games
         M = Q // D * rows_per_game  # rows per device
         obs_size = env.observation_shape[0]
-        step = jax.vmap(env.step)
         # every bot at its largest share of the conditions' seats, 1.3 x, +8, in eighths of 8
         if capacity is None:
             share = np.max([[CONDITIONS_W[c].get(x, 0.0) for x in SCRIPTED_NAMES] for c in CONDITIONS_W], axis=0)
             capacity = tuple(int(min(B, np.ceil((1.3 * w * B + 8) / 8) * 8)) if w > 0 else 0 for w in share)
         self.capacity = tuple(capacity)
         self.games_per_call = Q
+        players = rollout.Players(env, tuple(policies), self.capacity)
 
         def init_game(gkey):
             k_init, k_run = jax.random.split(gkey)
@@ -107,20 +107,16 @@ class QueueRecorder:
             per = dict(count=jnp.zeros(G, jnp.int32), steps=jnp.zeros(G, jnp.int32), finished=jnp.zeros(G, bool))
             tally_stats = seat_tables.count_stats(T, n)
 
-            def split_keys(carry, t, live):  # each game splits its own key at each of its steps
-                run_key, _ = carry
-                k4 = jax.vmap(lambda k: jax.random.split(k, 4))(run_key)
-                return (run_key, k4[:, 0]), (k4[:, 1], k4[:, 2], k4[:, 3])
+            def body(carry):
+                tables, run_key, x = carry
+                live = (x["game"] < G) & ~tables.state.terminated & (tables.steps < max_steps)
+                k4 = jax.vmap(lambda k: jax.random.split(k, 4))(run_key)  # each game splits its own key per step
+                played, moved = rollout.step(players, tables, rollout.StepKeys(k4[:, 1], k4[:, 2], k4[:, 3]), live)
+                x = log(x, tables, moved)
+                return reload(played, jnp.where(moved.served[:, None], k4[:, 0], run_key), x)
 
-            def live(c):
-                game = c.aux["game"]
-                return (game < G) & ~c.state.terminated & (c.steps < max_steps)
-
-            def cond(c):
-                return (c.aux["game"] < G).any() | (c.aux["nxt"] < count)
-
-            def log(x, c, a, logits, served):  # the scored decisions of the served games
-                s, t, game = c.state, c.steps, x["game"]
+            def log(x, tables, moved):  # the scored decisions of the served games
+                s, t, game, served = tables.state, tables.steps, x["game"], moved.served
                 scored, claimant, role, kind = jax.vmap(lambda y: scored_decision(y, n))(s)
                 # GROUND TRUTH (recorder only): does the claimant's hidden hand hold the role?
                 bluff = ~jnp.any(jax.vmap(lambda y, c_: hidden_hands(y)[c_])(s, claimant) == role[:, None], axis=1)
@@ -134,12 +130,11 @@ class QueueRecorder:
                             kind=rows["kind"].at[pos].set(kind, mode="drop"),
                             step=rows["step"].at[pos].set(t, mode="drop"),
                             game=rows["game"].at[pos].set(game, mode="drop"))
-                return {**x, "st": tally_stats(x["st"], c, a, logits, served), "rows": rows,
-                        "nrows": nrows + w.sum().astype(jnp.int32), "cnt": cnt + hit, "served": served}
+                return {**x, "st": tally_stats(x["st"], tables, moved), "rows": rows,
+                        "nrows": nrows + w.sum().astype(jnp.int32), "cnt": cnt + hit}
 
-            def reload(c):  # record the finished games, then reload idle slots with the next ones
-                x, s, t = c.aux, c.state, c.steps
-                run_key = jnp.where(x["served"][:, None], c.key[1], c.key[0])
+            def reload(tables, run_key, x):  # record the finished games, then reload idle slots with the next ones
+                s, t = tables.state, tables.steps
                 game, nxt, per, cnt = x["game"], x["nxt"], x["per"], x["cnt"]
                 done = (game < G) & (s.terminated | (t >= max_steps))
                 row = jnp.where(done, game, G)
@@ -158,16 +153,15 @@ class QueueRecorder:
                 s = jax.tree.map(lambda y, f: y.at[slot].set(f, mode="drop"), s, fresh)
                 x = {**x, "per": per, "game": game.at[slot].set(new_game, mode="drop"),
                      "nxt": nxt + take.sum().astype(jnp.int32), "cnt": cnt.at[slot].set(0, mode="drop")}
-                return c._replace(state=s, steps=t.at[slot].set(0, mode="drop"),
-                                  key=(run_key.at[slot].set(fkey, mode="drop"), c.key[1]),
-                                  seats=c.seats.at[slot].set(idx[ng], mode="drop"), aux=x)
+                tables = rollout.Tables(s, t.at[slot].set(0, mode="drop"),
+                                        tables.seats.at[slot].set(idx[ng], mode="drop"), tables.it)
+                return tables, run_key.at[slot].set(fkey, mode="drop"), x
 
             aux = {"game": game, "nxt": jnp.minimum(B, count).astype(jnp.int32), "st": st, "rows": rows,
-                   "nrows": jnp.int32(0), "per": per, "cnt": jnp.zeros(B, jnp.int32), "served": jnp.zeros(B, bool)}
-            c, _ = rollout.play(env, policies, s, (run_key, run_key), seats=idx[jnp.clip(game, 0, G - 1)],
-                                capacity=self.capacity, step_keys=split_keys, live=live, cond=cond, tally=log,
-                                reset=reload, aux=aux, step=step)
-            return c.aux["rows"], c.aux["nrows"], c.aux["per"]
+                   "nrows": jnp.int32(0), "per": per, "cnt": jnp.zeros(B, jnp.int32)}
+            first = (rollout.start(s, idx[jnp.clip(game, 0, G - 1)]), run_key, aux)
+            _, _, x = jax.lax.while_loop(lambda c: (c[2]["game"] < G).any() | (c[2]["nxt"] < count), body, first)
+            return x["rows"], x["nrows"], x["per"]
 
         def local(k, i, count):  # rows and their count with a leading device axis
             if D > 1:  # device d plays games d * Q/D ...: its real ones
