@@ -1,7 +1,7 @@
 """Every reason the advice gives is a fact about the decision (issue 43, point 1).
 
 Games of every table size are played by uniform-random seats in one jitted loop
-(`coupjax.rollout.play`, recording the state before each step), and the recommendation
+(a `lax.scan` of `coupjax.rollout.step`, recording the state before each step), and the recommendation
 is asked at every recorded decision: reactions, blocks, main actions, card losses and
 exchanges.  At about half of them (and at every loss and exchange, which the advice
 covers only with values) the recommendation gets a search's values, drawn at random
@@ -50,9 +50,15 @@ def recorded(n: int, games: int, steps: int, seed: int):
     env = compiled(n)[0]
     keys = jax.random.split(jax.random.PRNGKey(seed), games)
     state = jax.vmap(env.init)(keys)
-    run = jax.jit(lambda s, k: rollout.play(env, [rollout.uniform_logits], s, k, num_steps=steps,
-                                            record=lambda before, a, new: before.state))
-    _, states = run(state, keys)
+    players = rollout.Players(env, (rollout.uniform_logits,))
+
+    def before_each_step(tables, _):
+        new, _ = rollout.step(players, tables, rollout.per_game_keys(keys, tables.steps), ~tables.state.terminated)
+        return new, tables.state
+
+    run = jax.jit(lambda s: jax.lax.scan(before_each_step, rollout.start(s, np.zeros((games, n), np.int32)), None,
+                                         length=steps))
+    _, states = run(state)
     states = jax.tree.map(np.asarray, states)
     live = ~states.terminated
     out = []

@@ -141,7 +141,7 @@ def test_logged_rows(rows):
 
 
 def test_the_logger_records_the_rows_it_recorded_before():
-    """`make_logger` plays on `coupjax.rollout.play`; on this key its rows are those of
+    """`make_logger` plays on `coupjax.rollout.step`; on this key its rows are those of
     the logger's own scan before it (pinned figures)."""
     d = logs.play(logs.cached_logger(N, TINY.slots, TINY.steps_per_call), jax.random.PRNGKey(7), 12, TINY.slots)
     assert len(d["action"]) == 1409 and float(d["obs"].sum()) == 99868.0

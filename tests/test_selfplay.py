@@ -124,7 +124,7 @@ def test_chunks_train_every_seed_and_league(setup, chunks):
 
 
 def test_the_league_plays_the_games_it_played_before(chunks):
-    """The league's games go through `coupjax.rollout.play`; on this key they are the
+    """The league's games go through `coupjax.rollout.step`; on this key they are the
     games of the loop that scanned `League.step` before it (pinned figures of both
     chunks, per training seed)."""
     _, _, _, (m1, m2) = chunks
