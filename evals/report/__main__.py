@@ -256,6 +256,9 @@ def report(args, cfg, final, only, log, progress) -> int:
     store = CellStore(out, cfg_dict, args.resume, only=None if only is None else only - {"final"}, log=log)
     log.line(f"report of {args.config} into {out}" + (f", only {', '.join(sorted(only))}" if only else ""))
     suite = Suite(cfg, store, progress, log)
+    if final and suite.left_out():
+        fail(PROG, f"--final --only: docs/results.md needs every stage, and {out} holds no cells of "
+                   f"{', '.join(suite.left_out())} for these seeds; add them to --only")
     res = suite.run()
     t_play = time.perf_counter() - t0
     with log.stage("results"):

@@ -478,6 +478,14 @@ class Suite:
                "scenarios": ["scenarios"] if cfg.scenarios else []}
         return out
 
+    def left_out(self) -> list:
+        """The stages `run` would leave out: outside the store's ``only`` and not all stored."""
+        only = self.store.only
+        if only is None:
+            return []
+        return [stage for stage, names in self.plan().items()
+                if stage not in only and not all(self.store.stored(x) for x in names)]
+
     def run(self) -> dict:
         """Every stage's cells (`STAGES`' keys); a stage outside the store's ``only`` whose
         cells are not all stored is left out (empty) with a line saying so."""
