@@ -181,3 +181,45 @@ def test_the_heartbeat_speaks_when_nothing_else_does():
             time.sleep(1.0)
     beats = [x for x in buffer.getvalue().splitlines() if "final: still on final/x for " in x]
     assert 2 <= len(beats) <= 6, buffer.getvalue()
+
+
+# ------------------------------------------------------------------ faster stages, the same counts
+REACTIONS_SCRIPT = """
+import json, sys, jax
+from coupjax.env import Env
+from evals.report.reactions import reaction_rates
+assert len(jax.devices()) == 2
+json.dump(reaction_rates(Env(4), ["aggressive", "honest"], 40, 5, chunk=32), open(sys.argv[1], "w"))
+"""
+
+
+@pytest.mark.slow
+def test_reaction_rates_split_over_two_devices_count_the_same(tmp_path):
+    """Every spec's tables in one interleaved queue, split over two host devices (as the
+    report runs on a 2-core CPU), give one device's counts, spec by spec in calls of 32
+    games.  Quick twin: tests/test_reaction_rates.py (the counts against the arena's)."""
+    from coupjax.env import Env
+    from evals.report.reactions import reaction_rates
+
+    f = tmp_path / "split.json"
+    env_vars = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-c", REACTIONS_SCRIPT, str(f)], check=True, env=env_vars, cwd=ROOT)
+    env = Env(4)
+    one = {spec: reaction_rates(env, [spec], 40, 5, chunk=64)[spec] for spec in ("aggressive", "honest")}
+    assert json.loads(f.read_text()) == json.loads(json.dumps(one))
+
+
+@pytest.mark.slow
+def test_probe_tuning_plays_the_seat_tables_games():
+    """`probes.tune` (every probe in one queue) gives `coupjax.seat_tables.play_tables`'
+    rows for the same tables.  Quick twin: test_micro_report_files_and_resume."""
+    from coupjax.env import Env
+    from coupjax.seat_tables import play_tables
+    from evals.report.probes import tune
+
+    env, probes = Env(4), ["role_bluffer:duke:1", "aggressive", "honest"]
+    got, want = tune(env, "honest", 24, 1003, probes), play_tables(env, probes, 24, 1003, opponents="honest")
+    for probe in probes:
+        entropy = want[probe].pop("action_entropy")
+        assert got[probe].pop("action_entropy") == pytest.approx(entropy, rel=1e-5)
+        assert got[probe] == want[probe], probe
