@@ -13,11 +13,15 @@ A spec names a policy (`coupjax.policies.spec`) or several training runs of one 
 comma-separated or as a glob (``'runs/sp_s*'``): each is a training-seed unit, all
 playing the same tables, so the interval counts what varies between training seeds.
 
-Printed and kept (A minus B): the difference in win rate and in mean placement with a
-hierarchical paired bootstrap 95% interval over table seeds, training seeds and tables
-(`evals.report.stats.paired_bootstrap`); with ``--comparisons M`` (the pairs one report
-ranks) also the Bonferroni interval at 1 - 0.05 / M and the p-value a report corrects
-with `evals.report.stats.holm`.  The verdict names a winner only where the (corrected)
+Printed and kept (A minus B): the difference in win rate with its 95% interval and
+p-value: where a side names several training-seed units, Welch's t on the units' mean
+win rates (`evals.report.stats.unit_test`: the training seed is the unit of noise, and a
+bootstrap over three of them says "beats" far more often than 5% when nothing differs);
+one unit a side, the hierarchical paired bootstrap over table seeds and tables
+(`evals.report.stats.paired_bootstrap`, ``test`` says which).  The mean placement's
+difference comes with the paired bootstrap's interval.  With ``--comparisons M`` (the
+pairs one report ranks) also the Bonferroni interval at 1 - 0.05 / M and the p-value a
+report corrects with `evals.report.stats.holm`.  The verdict names a winner only where the (corrected)
 interval excludes 0, else "no significant difference".  ``--out`` keeps at its top
 level ``diff``, ``ci95_low``, ``ci95_high`` (win rate, A minus B), ``games`` (tables per
 seed) and ``seeds``.  Tuning seeds are refused, a held-out seed is recorded

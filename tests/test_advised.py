@@ -12,7 +12,7 @@ import pytest
 from coupjax import Env, testing
 from coupjax import rules
 from coupjax.match import Match
-from coupjax.policies.advised import parse_arg
+from coupjax.policies.advised import SEARCH_STREAM, make_advised, parse_arg
 from coupjax.policies.spec import PolicySpecError, describe_spec, resolve_policy
 from coupjax.tracker import seat_report
 from coupjax.web import advice_text
@@ -39,7 +39,15 @@ def _jitted(spec: str):
 
 def test_specs_resolve_and_bad_ones_say_why():
     assert describe_spec("advised:honest") == describe_spec("advised:honest:all") == "registered:arg"
-    assert parse_arg("honest") == ("honest", "reactions") and parse_arg("cautious:all") == ("cautious", "all")
+    assert parse_arg("honest") == ("honest", "reactions", False)
+    assert parse_arg("cautious:all") == ("cautious", "all", False)
+    assert parse_arg("honest:search") == ("honest", "reactions", True)
+    assert parse_arg("best:runs/x:all:search") == ("best:runs/x", "all", True)
+    assert describe_spec("advised:honest:search") == "registered:arg"
+    with pytest.raises(ValueError, match="base policy spec"):
+        resolve_policy("advised:search", _env())
+    with pytest.raises(ValueError, match="needs the search's values"):  # the policies' layer alone cannot search
+        make_advised(_env(), "honest:search")
     with pytest.raises(ValueError, match="base policy spec"):
         resolve_policy("advised:all", _env())
     with pytest.raises(PolicySpecError):
@@ -64,7 +72,7 @@ def test_advised_keeps_the_base_where_the_advice_is_silent():
 
 
 def _played(spec: str, games: int, seat: int = 1):
-    """(state, logits) at each decision of ``seat`` in a few games against random."""
+    """(state, logits, step: the policy's key) at each decision of ``seat`` in a few games against random."""
     policy = _jitted(spec)
     rng = np.random.default_rng(0)
     out = []
@@ -77,7 +85,7 @@ def _played(spec: str, games: int, seat: int = 1):
             me = int(m.state.current_player)
             if me == seat:
                 logits = np.asarray(policy(jax.random.PRNGKey(step), m.state))
-                out.append((m.state, logits))
+                out.append((m.state, logits, step))
                 a = int(np.argmax(logits))
             else:
                 a = int(rng.choice(np.flatnonzero(mask)))
@@ -87,7 +95,7 @@ def _played(spec: str, games: int, seat: int = 1):
 
 def test_advised_plays_exactly_the_page_recommendation():
     covered = 0
-    for state, logits in _played("advised:honest:all", games=2):
+    for state, logits, _ in _played("advised:honest:all", games=2):
         if int(state._phase) not in (rules.PH_ACTION, rules.PH_REACT, rules.PH_ANSWER_BLOCK):
             continue
         page = advice_text.advice(state, 1, "balanced", use_search=False)
@@ -99,6 +107,24 @@ def test_advised_plays_exactly_the_page_recommendation():
         assert np.ptp(np.sort(logits[np.isfinite(logits)])[-2:]) > 60 or np.isfinite(logits).sum() == 1
         covered += 1
     assert covered >= 10
+
+
+@pytest.mark.slow
+def test_advised_with_search_plays_the_pages_default_recommendation():
+    """Issue 41: ``advised:BASE:search`` is the page's default advice (search on, at the
+    page's budget): at each covered decision it plays the recommendation the page shows
+    with search, with the same search key.  Quick twin: test_specs_resolve_and_bad_ones_say_why."""
+    covered = searched = 0
+    for state, logits, step in _played("advised:honest:search", games=1):
+        if int(state._phase) not in (rules.PH_REACT, rules.PH_ANSWER_BLOCK):
+            continue
+        key = jax.random.fold_in(jax.random.PRNGKey(step), SEARCH_STREAM)
+        page = seat_report.advice(state, 1, use_search=True, key=key)
+        rec = page["recommendation"]
+        assert int(np.argmax(logits)) == rec["action_id"], (rules.PHASES[int(state._phase)], rec)
+        covered += 1
+        searched += rec["source"].startswith("search")
+    assert covered >= 3 and searched >= 1
 
 
 def test_the_fit_for_games_won_runs_only_on_a_tuning_seed(capsys):

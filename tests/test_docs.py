@@ -18,6 +18,7 @@ tests/test_training.py and the option checks of tests/test_cli.py.
 from __future__ import annotations
 
 import os
+import json
 import re
 import subprocess
 import sys
@@ -291,18 +292,55 @@ def test_quoted_benchmark_figures_are_the_committed_outputs(doc, figures):
 
 def test_results_md_is_what_the_committed_report_renders():
     """docs/results.md is exactly what `evals.report.final.render` makes of the committed
-    runs/experiments/report/report.json (no figure typed or edited by hand), and the
-    figures it shows (`evals.report.figures.draw_final`) are there."""
-    import json
-
+    runs/experiments/report/report.json (no figure typed or edited by hand; what
+    ``python -m evals.report.final`` writes), and the figures it shows
+    (`evals.report.figures.draw_final`) are there."""
     from evals.report import final
-    from evals.report.config import load_config
 
-    text = (ROOT / "docs" / "results.md").read_text()
-    report = ROOT / "runs" / "experiments" / "report"
-    rep = json.loads((report / "report.json").read_text())
-    criterion = {"commit": re.search(r"^Criterion: ([0-9a-f]{40})$", text, re.M).group(1),
-                 "path": re.search(r"^Criterion file: `([^`]+)`", text, re.M).group(1)}
-    figures = {"configs": "results-figures/configs.png", "exploit": "results-figures/exploitability.png"}
-    assert all((ROOT / "docs" / link).stat().st_size for link in figures.values())
-    assert final.render(rep, load_config(report / "config.yaml"), criterion, figures) == text
+    results = ROOT / "docs" / "results.md"
+    assert all((ROOT / "docs" / link).stat().st_size for link in final.FIGURE_LINKS.values())
+    assert final.rerender(ROOT / "runs" / "experiments" / "report", results) == results.read_text()
+
+
+# Comparative sentences outside the results files (issue 41): each rests on a line of docs/results.md or a
+# dated results file, which must say it: (doc, the sentence's words, results file, its line).
+BACKED = [
+    ("README.md", "On the pool's tables `best` beats `belief_ev` but is not ranked against the trained configs",
+     "docs/results.md", "- **`best` beats `belief_ev`** in one seat of"),
+    ("docs/engine.md", "The strongest scripted bluffer tuned against it wins less against it than against `belief_ev`",
+     "docs/experiments/2026-12-02-exploit-probe-results.md", "The criterion holds: the upper bound (-0.068) is below +0.02."),
+    ("docs/engine.md", "and so does a DQN best response at `dqn_cpu`'s budget",
+     "docs/experiments/2026-12-02-learned-probe-results.md", "`best` is the less exploitable of the two by this learner"),
+]
+COMPARATIVE = re.compile(r"strongest|less exploitable|stronger than|better than", re.I)
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+
+
+def test_comparative_sentences_quote_a_results_line():
+    """`grep -ri "strongest\\|less exploitable" README.md docs/` finds, outside the results
+    files and criteria, only sentences listed in BACKED, whose results line is there."""
+    unbacked, missing = [], []
+    for doc, words, results, line in BACKED:
+        if words not in " ".join((ROOT / doc).read_text().split()):
+            missing.append(f"{doc} no longer says {words!r}: drop it from BACKED")
+        if line not in " ".join((ROOT / results).read_text().split()):
+            missing.append(f"{results} does not say {line!r}, which {doc} rests on")
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        rel = page.relative_to(ROOT).as_posix()
+        name = page.name
+        if (name == "results.md" or name.endswith("-results.md") or re.match(r"\d{4}-\d{2}-\d{2}-", name)
+                or "/history/" in rel):
+            continue  # results, criteria (a claim to test, not a claim) and dated working pages
+        backed = [w for d, w, _, _ in BACKED if d == rel]
+        unbacked += [f"{rel}: {p[:120]}" for p in _paragraphs(page.read_text())
+                     if COMPARATIVE.search(p) and not any(w in p for w in backed)]
+    assert not missing and not unbacked, "\n".join(missing + ["unbacked comparative sentences:", *unbacked])
+
+
+def test_the_weights_readme_quotes_the_runs_training_time():
+    summary = json.loads((ROOT / "runs/experiments/train/main_job/seed_21/summary.json").read_text())
+    text = (ROOT / "coupjax/policies/weights/best/README.md").read_text()
+    assert f"{summary['train_seconds']:.0f} s of training" in text

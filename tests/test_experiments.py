@@ -15,7 +15,6 @@ import yaml
 from coupjax import seeds as S
 from evals import experiments
 from evals.report import final
-from evals.report.stats import paired_bootstrap
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "evals" / "reference" / "dqn" / "export"
@@ -187,53 +186,66 @@ def test_a_cut_training_resumes_and_a_best_response_is_recorded(tmp_path, capsys
 
 
 # ------------------------------------------------------------------ the final report
-def test_rankings_say_beats_only_where_the_paired_interval_excludes_0():
-    rng = np.random.default_rng(0)
-    tables = rng.random((3, 2, 400))  # [training seeds, table seeds, tables]
-    strong = (tables < 0.45).astype(float)
-    weak = (tables < 0.25).astype(float)  # the same tables: a planted difference of 0.2
-    equal = (tables < 0.45).astype(float)
-    rows = []
-    for a, b, wa, wb in (("strong", "weak", strong, weak), ("strong", "equal", strong, equal),
-                         ("weak", "strong", weak, strong)):
-        r = paired_bootstrap(wa, wb, n_boot=400)
-        rows.append({"a": a, "b": b, "diff": r["diff"], "ci95_low": r["ci_low"], "ci95_high": r["ci_high"],
-                     "p_value": r["p_value"]})
-    beats, same, loses = final.rank(rows)
-    assert beats["verdict"] == "`strong` beats `weak`" and beats["ci95_low"] > 0
-    assert same["verdict"] == "no significant difference between `strong` and `equal`"
+def fin_of(units: dict, pairs, games: int = 20_000) -> dict:
+    """A final section with ``units`` (label -> its training seeds' win rates) and ``pairs`` ranked."""
+    configs = {label: {"units": [{"unit": f"{label}/seed_{i}", "win_rate": w, "games": games}
+                                 for i, w in enumerate(ws)], "training_seeds": len(ws)} for label, ws in units.items()}
+    return {"configs": configs, "rankings": [{"kind": "pool", "a": a, "b": b, "games": games, "seeds": [100]}
+                                             for a, b in pairs], "exploit": {}}
+
+
+def test_rankings_say_beats_only_where_the_few_units_test_rejects():
+    """Issue 41: "beats" from Welch's t on the training-seed units, Holm over the report."""
+    fin = fin_of({"strong": [0.71, 0.70, 0.72], "weak": [0.50, 0.52, 0.49], "close": [0.70, 0.63, 0.68],
+                  "fixed": [0.60]}, [("strong", "weak"), ("strong", "close"), ("weak", "strong"), ("strong", "fixed")])
+    beats, close, loses, fixed = final.rank(fin)
+    assert beats["verdict"] == "`strong` beats `weak`" and beats["ci95_low"] > 0 and beats["units_a"] == 3
+    # issue 41's "selfplay_cpu beats dqn_cpu" (0.057 over 3 seeds a side): the bootstrap said beats, Welch does not
+    assert close["verdict"] == "no significant difference between `strong` and `close`" and close["p_value"] > 0.05
     assert loses["verdict"] == "`strong` beats `weak`"
+    assert fixed["units_b"] == 1 and fixed["verdict"] == "`strong` beats `fixed`"
+    assert all(r["detectable"] > 0.1 for r in (beats, close, loses))  # three seeds a side: only large effects
     # Holm: a p-value that passes alone does not pass among many comparisons
-    alone = final.rank([{"a": "x", "b": "y", "diff": 0.02, "ci95_low": 0.001, "ci95_high": 0.04, "p_value": 0.02}])
-    many = final.rank([{"a": "x", "b": "y", "diff": 0.02, "ci95_low": 0.001, "ci95_high": 0.04, "p_value": 0.02}]
-                  + [{"a": "u", "b": "v", "diff": 0.0, "ci95_low": -0.1, "ci95_high": 0.1, "p_value": 0.9}] * 4)
+    alone = final.rank(fin_of({"x": [0.62, 0.60, 0.61], "y": [0.58, 0.57, 0.585]}, [("x", "y")]))
+    many = final.rank(fin_of({"x": [0.62, 0.60, 0.61], "y": [0.58, 0.57, 0.585]}, [("x", "y")] * 6))
     assert alone[0]["verdict"].endswith("beats `y`") and many[0]["verdict"].startswith("no significant")
+    # a head-to-head pair of an earlier report kept no per-unit figures: withdrawn, p = 1 in Holm
+    fin["rankings"].append({"kind": "head_to_head", "a": "strong", "b": "weak", "games": 1000, "seeds": [100]})
+    assert final.rank(fin)[-1]["verdict"].startswith("withdrawn")
 
 
-def test_less_exploitable_only_where_the_intervals_over_runs_do_not_overlap():
+def test_less_exploitable_only_where_the_intervals_over_training_seeds_do_not_overlap():
     """The final report's exploitability verdicts (its criterion): from the `dqn` family's
-    runs (training seeds x best-response seeds), never from one run's table interval."""
+    runs, best-response seeds averaged within each training seed and the interval over
+    training seeds (issue 41: not over the 9 nested runs as if independent)."""
     from evals.exploit import summarize
 
     def runs(rates):
-        return {"dqn": [{"win_rate": r, "seed": 150 + i, "policy": f"p{i % 3}", "ci95_low": r - 0.03,
-                         "ci95_high": r + 0.03, "games": 1000, "train_seconds": 1.0, "curve": [0.1, r],
-                         "config": {"num_players": 4}} for i, r in enumerate(rates)]}
+        return {"dqn": [{"win_rate": r, "seed": 150 + i % 3, "policy": f"p{i // 3}", "training_seed": 21 + i // 3,
+                         "ci95_low": r - 0.03, "ci95_high": r + 0.03, "games": 1000, "train_seconds": 1.0,
+                         "curve": [0.1, r], "config": {"num_players": 4}} for i, r in enumerate(rates)]}
 
     rng = np.random.default_rng(0)
     low = summarize("low", runs(0.30 + 0.01 * rng.standard_normal(9)))
     high = summarize("high", runs(0.60 + 0.01 * rng.standard_normal(9)))
-    noisy = summarize("noisy", runs([0.2, 0.7, 0.45, 0.3, 0.65, 0.5, 0.35, 0.6, 0.4]))  # mean near 0.46, wide
+    noisy = summarize("noisy", runs([0.2, 0.25, 0.3, 0.45, 0.5, 0.55, 0.65, 0.7, 0.75]))  # seeds 0.25, 0.5, 0.7: wide
     one = summarize("one", runs([0.9]))
-    exploit = {"low": low, "high": high, "noisy": noisy, "one": one}
-    comps = final.exploit_comparisons(exploit, [["low", "high"], ["high", "low"], ["noisy", "high"], ["low", "one"],
-                                                ["low", "nobody"], ["low", "high"]])
+    # nine runs that differ only between training seeds: an interval over 9 runs would be too narrow
+    nested = summarize("nested", runs([0.40, 0.40, 0.40, 0.50, 0.50, 0.50, 0.60, 0.60, 0.60]))
+    o = final.exploit_rows(nested["families"]["dqn"])
+    assert (o["runs"], o["training_seeds"], o["max"]) == (9, 3, 0.60)
+    assert o["ci95_high"] - o["ci95_low"] > 0.4  # t(2) over 3 seeds (0.50); t(8) over 9 runs would say 0.13
+    exploit = {"low": low, "high": high, "noisy": noisy, "one": one, "nested": nested}
+    fin = {"exploit": exploit, "rankings": [{"a": a, "b": b} for a, b in (
+        ("low", "high"), ("high", "low"), ("noisy", "high"), ("low", "one"), ("low", "nobody"), ("low", "high"))]}
+    comps = final.exploit_comparisons(fin)
     assert [c["verdict"] for c in comps] == [
         "`low` is less exploitable than `high`", "`low` is less exploitable than `high`",
         "no significant difference in exploitability between `noisy` and `high`"]  # one run: no interval
-    assert comps[2]["a_ci95_low"] < comps[2]["b_ci95_low"] < comps[2]["a_ci95_high"] and comps[0]["a_runs"] == 9
-    text = "\n".join(final._exploit_section({"exploit": exploit, "exploit_comparisons": comps}))
+    assert comps[0]["a_runs"] == 9 and comps[0]["a_training_seeds"] == 3
+    text = "\n".join(final._exploit_section(fin))
     assert "**`low` is less exploitable than `high`**" in text and "`one` dqn (best-response seed 150): 0.100 -> 0.900" in text
+    assert "dqn: one run, 0.900" in text and "maximum 0.900 of 1 runs" in text and "[0.9" not in text
 
 
 def test_a_results_file_without_a_criterion_line_is_refused():
@@ -305,7 +317,7 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     from evals.report import paired
     from evals.report.config import config_from_dict
 
-    runs = fake_runs(tmp_path)
+    runs = fake_runs(tmp_path, seeds=(21, 22, 23))
     exp = final.read_experiments(runs)
     rng = np.random.default_rng(1)
     u = rng.random((1, 150))
@@ -319,7 +331,7 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     monkeypatch.setattr(paired, "play_paired", fake_play)
     fin = final.play_final(exp, runs, [100], 4, n_boot=300)
     ref = fin["configs"]["ref"]
-    assert [Path(x["unit"]).name for x in ref["units"]] == ["seed_21", "seed_22"]
+    assert [Path(x["unit"]).name for x in ref["units"]] == ["seed_21", "seed_22", "seed_23"]
     assert ref["win_rate"] == pytest.approx(np.mean([x["win_rate"] for x in ref["units"]]))
     assert ref["ci95_low"] < ref["win_rate"] < ref["ci95_high"]  # two different training seeds: an interval
     verdicts = [r["verdict"] for r in fin["rankings"]]
@@ -331,12 +343,42 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     made = draw_final(fin, tmp_path / "results-figures")
     assert made == {"configs": "configs.png"} and (tmp_path / "results-figures" / "configs.png").stat().st_size
     text = final.render(rep, cfg, {"path": "docs/experiments/c.md", "commit": "b" * 40},
-                        {k: f"results-figures/{v}" for k, v in made.items()})
+                        {k: f"results-figures/{v}" for k, v in made.items()}, ledger=[])
     assert "![win rate per training seed and config](results-figures/configs.png)" in text.splitlines()
     assert f"Criterion: {'b' * 40}" in text.splitlines() and "**`ref` beats `random`**" in text
     assert "seed_21: " in text and "**No significant difference between `ref` and `twin`**" in text
     with pytest.raises(final.FinalReportError, match="resamples"):
         final.play_final(exp, runs, [100], 4, n_boot=30)  # too few to reject anything after Holm
+
+
+def test_head_to_head_leaves_bs_first_seed_out_of_its_side(tmp_path, monkeypatch):
+    """Issue 41: B's first training seed fills the three other seats, so on B's side it
+    would play three copies of itself (1/4 by symmetry); B's side is its other seeds, each
+    unit's figure is kept and the pair is ranked on them."""
+    from evals.report import paired
+
+    runs = fake_runs(tmp_path, seeds=(21, 22, 23))
+    exp = final.read_experiments(runs)
+    exp["report"]["pairs"], exp["report"]["head_to_head"] = [], [["ref", "twin"]]
+    seen = {}
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        wins = np.full((len(units_a), len(seeds), games), 0.5)
+        return {"wins": (wins, wins[:1]), "placement": (wins, wins[:1])}
+
+    def fake_compare(env, spec_a, spec_b, games, seeds, opponents=None, **kwargs):
+        seen.update(a=spec_a.split(","), b=spec_b.split(","), opponents=opponents)
+        return {"win_rate_a": 0.3, "win_rate_b": 0.25,
+                "per_unit": {"a": {u: 0.30 + 0.01 * i for i, u in enumerate(spec_a.split(","))},
+                             "b": {u: 0.25 + 0.01 * i for i, u in enumerate(spec_b.split(","))}}}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    monkeypatch.setattr(paired, "compare", fake_compare)
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    twin = [str(runs / "train" / "twin" / f"seed_{s}") for s in (21, 22, 23)]
+    assert seen["opponents"] == twin[0] and seen["b"] == twin[1:] and len(seen["a"]) == 3
+    (r,) = fin["rankings"]
+    assert r["kind"] == "head_to_head" and (r["units_a"], r["units_b"]) == (3, 2) and r["test"] == "welch"
 
 
 @pytest.mark.slow

@@ -477,3 +477,22 @@ def test_advice_paired_finds_a_planted_difference_and_none_where_there_is_none()
     assert win["verdict"] == "advice on beats advice off"
     assert same["diff"] == 0 and same["ci95_low"] <= 0 <= same["ci95_high"] and same["games"] == 400
     assert same["verdict"] == "no significant difference"
+
+
+def test_repeated_held_out_looks_get_a_note():
+    """Issue 41: docs/results.md notes every held-out seed the ledger shows looked at again
+    by the same item (ledger lines 61-62: one best response started twice), or without a
+    criterion, up to the report's own run; distinct items on one seat's seed are no repeat."""
+    from evals.report.ledger_notes import repeated_looks
+
+    def look(seed, argv, criterion="c", commit="x"):
+        return {"seed": seed, "command": "python -m evals.experiments", "argv": argv, "criterion": criterion,
+                "commit": commit}
+
+    entries = [look(150, ["a"]), look(151, ["a"]), look(151, ["a"]), look(150, ["b"]), look(100, [], None),
+               look(101, ["r"], commit="report"), look(101, ["r"], commit="later")]
+    assert [(g["seed"], g["lines"]) for g in repeated_looks(entries, {150, 151, 100, 101})] == [
+        (151, [2, 3]), (100, [5]), (101, [6, 7])]
+    assert [g["lines"] for g in repeated_looks(entries, {151, 101}, report_commit="report")] == [[2, 3]]
+    results = (Path(__file__).resolve().parents[1] / "docs" / "results.md").read_text()
+    assert "- seed 151: `python -m evals.experiments" in results and "on ledger line(s) 61, 62:" in results

@@ -121,6 +121,53 @@ def ledger_problems(repo: Path, entries: list[dict]) -> list[str]:
     return problems
 
 
+# A criterion amended after its first held-out use, by its amending commit, with why it is let
+# stand (issue 41): any other change to a criterion after its first use fails.
+AMENDED_AFTER_USE = {
+    ("docs/experiments/2026-12-02-final-report.md", "db257244515ad4f27879a83f4ff97ab83d6b80c1"):
+        "the report matrix's sizes cut to fit 30 minutes after 36 held-out best-response runs (ledger lines "
+        "31-66) and before any report run; the thresholds and the best responses unchanged; the report's "
+        "ledger lines (67 on) name this commit",
+    ("docs/experiments/2026-12-02-best.md", "7e8de6dc9a4de1d1322d2ebcdc82acdcc1a89ee3"):
+        "the 'Smallest detectable effect:' field added with the results, after the runs (the file says so); "
+        "nothing else changed",
+}
+
+
+def criterion_path(repo: Path, entry: dict) -> str | None:
+    """The criterion file a ledger entry answers: its ``criterion`` if that is a file's
+    path, else the criterion file its ``criterion_commit`` changed."""
+    named = entry.get("criterion")
+    if named and is_criterion_file(named):
+        return named
+    commit = entry.get("criterion_commit")
+    files = [f for f in changed_files(repo, commit) if is_criterion_file(f)] if commit else []
+    return files[0] if len(files) == 1 else None
+
+
+def drift_problems(repo: Path, entries: list[dict], allowed: dict | None = None) -> list[str]:
+    """Every criterion file a ledger entry answers is, in the working tree, what it was
+    at its first held-out use (the version of the commit that entry names), or what an
+    amendment of ``allowed`` ((path, commit) -> why) made it."""
+    first, problems = {}, []
+    for i, e in enumerate(entries):
+        path = criterion_path(repo, e) if e.get("criterion_commit") else None
+        if path and path not in first:
+            first[path] = (i + 1, e)
+    for path, (line, e) in first.items():
+        then = git(repo, "show", f"{e['criterion_commit']}:{path}")
+        now = (repo / path).read_text().rstrip("\n") if (repo / path).is_file() else None
+        if then is None or now == then.rstrip("\n"):
+            continue
+        if any(p == path and now == (git(repo, "show", f"{c}:{path}") or "").rstrip("\n")
+               for p, c in (allowed or {})):
+            continue
+        problems.append(f"{path} differs from its version at its first held-out use (ledger line {line}, "
+                        f"{e['time']}, commit {e['criterion_commit'][:12]}): a criterion is fixed before its "
+                        "held-out seeds are looked at")
+    return problems
+
+
 # ------------------------------------------------------------------ roles
 def test_roles_are_disjoint_and_seed_7_is_development():
     tuning, dev, held = set(seeds.TUNING_SEEDS), set(seeds.DEVELOPMENT_SEEDS), set(seeds.HELD_OUT_SEEDS)
@@ -195,6 +242,7 @@ def test_results_and_ledger_come_after_their_criteria_in_this_repository():
         pytest.skip(reason)
     assert results_problems(REPO) == []
     assert ledger_problems(REPO, seeds.read_ledger()) == []
+    assert drift_problems(REPO, seeds.read_ledger(), AMENDED_AFTER_USE) == []
 
 
 # ------------------------------------------------------------------ the history, built here
@@ -319,3 +367,20 @@ def test_dirty_means_changed_code_not_the_run_record(tmp_path):
     (tmp_path / "evals/a.py").write_text("1\n")
     assert seeds.tree_is_dirty(tmp_path) and seeds.code_version(tmp_path) == head + "+dirty"
     assert seeds.code_version(tmp_path / "evals") == head + "+dirty"  # from a subfolder too
+
+
+def test_a_criterion_edited_after_its_first_held_out_use_fails(repo):
+    """Issue 41: the history check could not see a criterion changed after its seeds were
+    looked at; a declared amendment passes, any other change fails."""
+    c = repo.commit({CRIT: CRITERION})
+    use = {"seed": 150, "time": repo.at(c, 60), "criterion": CRIT, "criterion_commit": c}
+    assert drift_problems(repo.path, [use]) == []
+    amended = repo.commit({CRIT: CRITERION + "Thresholds: a new one, after the look\n"})
+    assert any("differs from its version at its first held-out use (ledger line 1" in p
+               for p in drift_problems(repo.path, [use]))
+    later = {"seed": 151, "time": repo.at(amended, 60), "criterion": CRIT, "criterion_commit": amended}
+    assert drift_problems(repo.path, [use, later])  # a later use of the new text does not excuse it
+    assert drift_problems(repo.path, [use], {(CRIT, amended): "declared"}) == []
+    (repo.path / CRIT).write_text(CRITERION + "edited again, not committed\n")
+    assert drift_problems(repo.path, [use], {(CRIT, amended): "declared"})
+    assert drift_problems(repo.path, [{**use, "criterion": None}])  # found from the commit alone

@@ -1,4 +1,4 @@
-"""``best``: the strongest policy coupjax ships, a trained network that acts on the public facts.
+"""``best``: the policy coupjax ships for play, a trained network that acts on the public facts.
 
     best            # the committed weights (coupjax/policies/weights/best, see its README)
     best:DIR        # the same recipe on another self-play or DQN export (a run or export dir)

@@ -67,12 +67,12 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           "(bluff-blocks an assassination of its last card when the actor seldom challenges), picks the main "
           "action of highest one-step expected value (bluffs only when that value says so) aimed at the most "
           "threatening seat, reveals its least valuable card and keeps its best cards in an exchange.", "belief"),
-    Entry("advised", "coupjax.policies.advised:make_advised",
-          "advised:BASE[:all]: BASE's own play (default honest), with its challenges and blocks (and with :all its main "
-          "actions) taken from the one recommendation the page shows without search, to judge the advice by the "
-          "games it wins.", "belief"),
+    Entry("advised", "coupjax.search.advised:make_advised_spec",
+          "advised:BASE[:all][:search]: BASE's own play (default honest), with its challenges and blocks (and with "
+          ":all its main actions) taken from the one recommendation the page shows, without search or (:search) "
+          "with the page's default search, to judge the advice by the games it wins.", "belief"),
     Entry("best", "coupjax.policies.best:make_best",
-          "best[:DIR]: the strongest policy coupjax ships: the main job's self-play network (weights committed) "
+          "best[:DIR]: the policy coupjax ships for play: the main job's self-play network (weights committed) "
           "with the public-fact layer: the advice's challenges and true blocks, dominant main actions (a sure kill, "
           "a truthful tax, unblockable foreign aid, the forced coup's target) and the card-value rule when losing or "
           "exchanging cards.", "learned", export="policies/weights/best"),

@@ -44,8 +44,8 @@ from coupjax.args import Parser, fail, positive_int, require_extra
 from evals.report.config import EvalConfigError, load_config
 
 PROG = "python -m evals.report"
-STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advisor", "advice", "reactions", "probes",
-          "scenarios")  # evals.report.suite.STAGES' names (a test keeps the two equal)
+STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advisor", "advice", "advice_search",
+          "reactions", "probes", "scenarios")  # evals.report.suite.STAGES' names (a test keeps the two equal)
 
 
 def parse_only(text: str | None, final: bool) -> set | None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from coupjax import metrics
 from coupjax.advice import challenge as A
+from coupjax.advice.recommend import advice_params
 from coupjax.env import Env
 from coupjax.policies import make_policy
 from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
@@ -50,7 +51,8 @@ class AdvisorRecorder:
         self.env = Env(NUM_PLAYERS)
         self.recorder = QueueRecorder(self.env, [make_policy(x, self.env) for x in SCRIPTED_NAMES],
                                       devices=jax.devices())
-        self.scorer = make_scorer(NUM_PLAYERS, params or A.AdvisorParams(), compile=over_devices)
+        # the page's constants (`advice_params`): the F1 reported is that of the advisor the page uses
+        self.scorer = make_scorer(NUM_PLAYERS, params or advice_params(), compile=over_devices)
         self.batch = batch
 
     def run(self, condition: str, seed: int, games: int):

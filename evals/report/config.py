@@ -19,6 +19,9 @@ Keys (see ``coupjax/configs/eval.yaml`` for the default and its sizes):
   one recommendation at its reactions (``advised:BASE``, `coupjax.policies.advised`) and
   without it, in the same seat of the same ``advice_games`` tables per condition and
   seed, compared paired (`evals.report.paired.play_paired`, as ``python -m evals.compare``);
+* ``advice_search_bases`` and ``advice_search_games``: the same for the page's default
+  advice, search on at the page's budget (``advised:BASE:search``, `coupjax.search.advised`),
+  against BASE: which setting the page should default to is judged by the games won;
 * ``reaction_policies`` (label -> spec) and ``reaction_games``: each policy's challenge
   and block rates per claimed role (`evals.reaction_rates`), in one seat of the same
   ``reaction_games`` tables per condition (first seed);
@@ -64,6 +67,8 @@ class EvalConfig:
     advised: dict = dataclasses.field(default_factory=dict)
     advice_bases: tuple = ()
     advice_games: int = 3000
+    advice_search_bases: tuple = ()
+    advice_search_games: int = 200
     reaction_policies: dict = dataclasses.field(default_factory=dict)
     reaction_games: int = 0
     exploit_probes: dict = dataclasses.field(default_factory=dict)
@@ -179,6 +184,12 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
         _fail(f"config key 'advice_bases' must list distinct scripted bots of {', '.join(SCRIPTED_NAMES)}, "
               f"got {bases!r}")
     v["advice_bases"] = tuple(bases)
+    bases = d.get("advice_search_bases") or []
+    if not isinstance(bases, (list, tuple)) or any(b not in SCRIPTED_NAMES for b in bases) or len(set(bases)) < len(
+            bases):
+        _fail(f"config key 'advice_search_bases' must list distinct scripted bots of {', '.join(SCRIPTED_NAMES)}, "
+              f"got {bases!r}")
+    v["advice_search_bases"] = tuple(bases)
     v["reaction_policies"] = _specs("reaction_policies", d.get("reaction_policies") or {})
     v["exploit_probes"] = _probes(d.get("exploit_probes") or {})
     conds = d.get("conditions", list(EvalConfig.conditions))
@@ -204,7 +215,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> EvalConfig:
     for key in ("games", "batch"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 1)
     for key in ("search_games", "cross_play_games", "mixed_games", "player_count_games", "position_games",
-                "advisor_games", "advice_games", "reaction_games", "probe_games"):
+                "advisor_games", "advice_games", "advice_search_games", "reaction_games", "probe_games"):
         v[key] = _int(key, d.get(key, getattr(EvalConfig, key)), 0)
     v["probe_tune_games"] = _int("probe_tune_games", d.get("probe_tune_games", EvalConfig.probe_tune_games), 1)
     if v["search_games"] > v["games"]:

@@ -23,6 +23,7 @@ import numpy as np
 
 from coupjax import rules
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
+from coupjax.advice.recommend import advice_params
 from coupjax.match import Match
 
 ROLES = rules.ROLES
@@ -265,7 +266,7 @@ def score_policy(policy, built, probs=None) -> dict:
 def score_advisor(built, belief: str, params: AdvisorParams | None = None) -> dict:
     """name -> {challenge, p_truth, theta, correct} of the advisor on scenarios with an
     ``advisor`` answer."""
-    params = AdvisorParams() if params is None else params
+    params = advice_params() if params is None else params  # the page's constants, as every table of the report
     sel = [(s, m) for s, m in built if s.advisor is not None]
     if not sel:
         return {}

@@ -11,33 +11,46 @@ recorded in the ledger), then this stage:
   of the same tables (`evals.report.paired.play_paired`; other seats drawn from the
   ``report.condition``): per config, its mean win rate with a Student-t interval over
   training seeds, beside each training seed's own figure;
-* ranks every pair of ``report.pairs`` with the paired hierarchical bootstrap
-  (`evals.report.stats.paired_bootstrap`, the function of ``python -m evals.compare``)
-  and every pair of ``report.head_to_head`` with `evals.report.paired.compare` (A, then
-  B, in one seat against three copies of B's first training seed), Holm-corrected over
-  all of them (`evals.report.stats.holm`): "beats" only where the corrected test rejects
-  and the 95% interval excludes 0, otherwise "no significant difference";
+* ranks every pair of ``report.pairs`` (one seat of the pool's tables) and of
+  ``report.head_to_head`` (A, then B's other training seeds, in one seat against three
+  copies of B's first training seed: B's first seed does not play itself) by Welch's t
+  on the training-seed units' mean win rates (`evals.report.stats.unit_test`), Holm-
+  corrected over all of them (`evals.report.stats.holm`): "beats" only where the
+  corrected test rejects and the 95% interval excludes 0, otherwise "no significant
+  difference"; each sentence with the smallest effect its design could detect;
 * reports exploitability from ``DIR/exploit.json`` (`evals.exploit.summarize` per
-  config): the maximum over families, training seeds and best-response seeds, or "not
-  found at this budget (>= 0.25)".
+  config): per family the mean over training seeds (each training seed's best-response
+  seeds averaged first) with a t interval over training seeds; the maximum over runs as a
+  maximum (it is selected, so no interval), or "not found at this budget (>= 0.25)".
 
-`render` writes every sentence and figure from the JSON (no figure is typed by hand)
-and `check_results` refuses a text without its ``Criterion: <commit>`` line.
+`render` derives every verdict from the per-unit figures of the JSON (`rankings`,
+`exploit_rows`), so a report made under an earlier test is re-derived under this one and
+says which of its claims were kept, changed or withdrawn; it writes every sentence and
+figure from the JSON (no figure is typed by hand), with a note for every held-out seed
+the ledger shows looked at more than once; `check_results` refuses a text without its
+``Criterion: <commit>`` line.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
-from evals.report.stats import holm, paired_bootstrap
+from evals.report.ledger_notes import repeat_notes
+from evals.report.stats import holm, smallest_detectable_difference, unit_test
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
+POWER = 0.8
+# Issue 41: configs that are compared get at least five training seeds; fewer is said beside the rankings.
+MIN_TRAINING_SEEDS = 5
+TEST_NAME = "welch"  # the rankings' test (`unit_test`); a report.json without it was ranked by the bootstrap
 
 
 class FinalReportError(ValueError):
@@ -86,12 +99,64 @@ def _verdict(a: str, b: str, lo: float, hi: float, reject: bool) -> str:
     return f"no significant difference between `{a}` and `{b}`"
 
 
-def rank(rows: list[dict], alpha: float = ALPHA) -> list[dict]:
-    """``rows`` (each ``a``, ``b``, ``diff``, ``ci95_low``, ``ci95_high``, ``p_value``)
-    with Holm's adjusted p-value over all of them and the verdict of the module doc."""
-    h = holm([r["p_value"] for r in rows], alpha)
-    return [dict(r, p_holm=p, verdict=_verdict(r["a"], r["b"], r["ci95_low"], r["ci95_high"], bool(rej)))
-            for r, p, rej in zip(rows, h["adjusted"], h["reject"])]
+def between_seed_sd(fin: dict) -> float:
+    """The spread of a trained config's win rate over its training seeds, pooled over the
+    report's configs with several (the root of their mean variance): the design's noise."""
+    var = [np.var([u["win_rate"] for u in c["units"]], ddof=1) for c in fin["configs"].values()
+           if len(c["units"]) > 1]
+    return float(np.sqrt(np.mean(var))) if var else 0.0
+
+
+def _sides(fin: dict, r: dict):
+    """(A's unit means, B's, A's tables per unit, B's) of a ranked pair; None where the
+    report did not keep them (a head-to-head pair of a report made before issue 41)."""
+    if r["kind"] == "pool":
+        ca, cb = fin["configs"][r["a"]], fin["configs"][r["b"]]
+        return ([u["win_rate"] for u in ca["units"]], [u["win_rate"] for u in cb["units"]],
+                ca["units"][0]["games"], cb["units"][0]["games"])
+    if "per_unit" not in r:
+        return None
+    games = r["games"] * len(r["seeds"])
+    return list(r["per_unit"]["a"].values()), list(r["per_unit"]["b"].values()), games, games
+
+
+def detectable(k_a: int, k_b: int, tables: int, p: float, between_sd: float, comparisons: int) -> float:
+    """The smallest difference a pair's design (``k_a`` and ``k_b`` units of ``tables``
+    tables each) detects at 80% power, Bonferroni over ``comparisons`` (Holm's first
+    step): t quantiles on the test's degrees of freedom, a fixed policy adding no
+    training-seed spread (`evals.report.stats.smallest_detectable_difference`)."""
+    df = None if k_a == k_b == 1 else (k_a + k_b - 2 if min(k_a, k_b) > 1 else max(k_a, k_b) - 1)
+    units = [math.inf if k == 1 else k for k in (k_a, k_b)]
+    return smallest_detectable_difference(tables, p=min(max(p, 0.01), 0.99), alpha=ALPHA, power=POWER,
+                                          comparisons=comparisons, between_sd=between_sd, units=units[0],
+                                          units_b=units[1], df=df)
+
+
+def rank(fin: dict, alpha: float = ALPHA) -> list[dict]:
+    """The report's ranked pairs (``fin["rankings"]``: ``kind``, ``a``, ``b``, ``games``,
+    ``seeds``) tested on their units' mean win rates (`unit_test`), Holm-corrected over all
+    of them, with the verdict of the module doc and the smallest detectable effect.  A pair
+    whose per-unit figures were not kept is ``withdrawn`` (p = 1 in Holm's correction)."""
+    sd, m = between_seed_sd(fin), len(fin["rankings"])
+    out = []
+    for r in fin["rankings"]:
+        keep = {k: r[k] for k in ("kind", "a", "b", "games", "seeds", "opponents", "per_unit") if k in r}
+        sides = _sides(fin, r)
+        if sides is None:
+            out.append(dict(keep, withdrawn=True, p_value=1.0))
+            continue
+        ma, mb, ga, gb = sides
+        t = unit_test(ma, mb, ga, gb, alpha)
+        p_mean = (float(np.mean(ma)) + float(np.mean(mb))) / 2
+        out.append(dict(keep, diff=t["diff"], ci95_low=t["ci_low"], ci95_high=t["ci_high"], p_value=t["p_value"],
+                        df=t["df"], test=TEST_NAME, units_a=t["units_a"], units_b=t["units_b"],
+                        detectable=detectable(len(ma), len(mb), min(ga, gb), p_mean, sd, m)))
+    h = holm([r["p_value"] for r in out], alpha)
+    for r, p, rej in zip(out, h["adjusted"], h["reject"]):
+        r["p_holm"] = p
+        r["verdict"] = ("withdrawn: the report kept no per-unit figures for it" if r.get("withdrawn") else
+                        _verdict(r["a"], r["b"], r["ci95_low"], r["ci95_high"], bool(rej)))
+    return out
 
 
 def summarize_units(label: str, unit_names: list[str], wins: np.ndarray, place: np.ndarray) -> dict:
@@ -135,39 +200,55 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     rows = {label: np.array([every.index(u) for u in us]) for label, us in by_label.items()}
     configs = {label: summarize_units(label, us, wins[rows[label]], place[rows[label]])
                for label, us in by_label.items()}
-    pairs = []
-    for a, b in rep.get("pairs", []):
-        r = paired_bootstrap(wins[rows[a]], wins[rows[b]], n_boot=n_boot)
-        pairs.append({"kind": "pool", "a": a, "b": b, "diff": r["diff"], "ci95_low": r["ci_low"],
-                      "ci95_high": r["ci_high"], "p_value": r["p_value"], "games": rep["games"],
-                      "seeds": list(seeds), "opponents": rep["condition"]})
+    pairs = [{"kind": "pool", "a": a, "b": b, "games": rep["games"], "seeds": list(seeds),
+              "opponents": rep["condition"]} for a, b in rep.get("pairs", [])]
     for a, b in rep.get("head_to_head", []):
-        r = compare(env, ",".join(by_label[a]), ",".join(by_label[b]), rep["head_to_head_games"], list(seeds),
+        # B's first training seed fills the three other seats: it does not play itself (a share
+        # of 1/4 by symmetry), unless B is one unit (a fixed policy) and has no other
+        b_units = by_label[b][1:] or by_label[b]
+        r = compare(env, ",".join(by_label[a]), ",".join(b_units), rep["head_to_head_games"], list(seeds),
                     opponents=by_label[b][0], n_boot=n_boot, batch=batch)
-        pairs.append({"kind": "head_to_head", "a": a, "b": b, "diff": r["diff"], "ci95_low": r["ci95_low"],
-                      "ci95_high": r["ci95_high"], "p_value": r["p_value"], "games": rep["head_to_head_games"],
+        pairs.append({"kind": "head_to_head", "a": a, "b": b, "games": rep["head_to_head_games"],
                       "seeds": list(seeds), "opponents": by_label[b][0], "win_rate_a": r["win_rate_a"],
-                      "win_rate_b": r["win_rate_b"]})
+                      "win_rate_b": r["win_rate_b"], "per_unit": r["per_unit"]})
     exploit_path = Path(runs) / "exploit.json"
     exploit = json.loads(exploit_path.read_text()) if exploit_path.is_file() else {}
-    ranked = [*rep.get("pairs", []), *rep.get("head_to_head", [])]
-    return {"runs": str(runs), "seeds": list(seeds), "condition": rep["condition"], "games": rep["games"],
-            "training_seeds": list(exp["training_seeds"]), "configs": configs, "rankings": rank(pairs),
-            "exploit": exploit, "exploit_comparisons": exploit_comparisons(exploit, ranked),
-            "n_boot": n_boot, "alpha": ALPHA}
+    fin = {"runs": str(runs), "seeds": list(seeds), "condition": rep["condition"], "games": rep["games"],
+           "training_seeds": list(exp["training_seeds"]), "configs": configs, "rankings": pairs,
+           "exploit": exploit, "n_boot": n_boot, "alpha": ALPHA}
+    fin["rankings"] = rank(fin)
+    fin["exploit_comparisons"] = exploit_comparisons(fin)
+    return fin
 
 
-def exploit_comparisons(exploit: dict, pairs, family: str = "dqn") -> list[dict]:
+def exploit_rows(rows: list[dict]) -> dict:
+    """One config's best responses of one family (each row a run: ``training_seed`` or
+    ``policy``, best-response ``seed``, ``win_rate``) with the noise that varies: each
+    training seed's best-response seeds averaged first, then the mean over training
+    seeds with a 95% t interval over them (`coupjax.metrics.t_interval`); ``runs`` and
+    ``training_seeds`` counted, ``max`` the largest run (a maximum: no interval)."""
+    by_seed: dict = {}
+    for r in rows:
+        by_seed.setdefault(r.get("training_seed", r.get("policy")), []).append(float(r["win_rate"]))
+    t = t_interval([np.mean(v) for v in by_seed.values()], (0.0, 1.0))
+    return {"mean": t["mean"], "ci95_low": t["ci95_low"], "ci95_high": t["ci95_high"], "runs": len(rows),
+            "training_seeds": len(by_seed), "max": max(float(r["win_rate"]) for r in rows)}
+
+
+def exploit_comparisons(fin: dict, family: str = "dqn") -> list[dict]:
     """For each ranked pair whose two configs both have ``family`` best responses on
-    several runs: the two means with their 95% t intervals over the runs (training seeds
-    x best-response seeds, the noise that varies), and the verdict.  "Less exploitable"
-    only where the intervals do not overlap (a conservative test: the final report's
-    criterion); otherwise "no significant difference"."""
-    out = []
-    for a, b in dict.fromkeys(tuple(p) for p in pairs):
-        fa = exploit.get(a, {}).get("over_seeds", {}).get(family)
-        fb = exploit.get(b, {}).get("over_seeds", {}).get(family)
-        if not fa or not fb or min(fa["runs"], fb["runs"]) < 2:
+    several training seeds: the two means with their 95% t intervals over training seeds
+    (`exploit_rows`) and the verdict.  "Less exploitable" only where the intervals do not
+    overlap (a conservative test: the final report's criterion); otherwise "no
+    significant difference"."""
+    exploit, out = fin.get("exploit", {}), []
+    for a, b in dict.fromkeys((r["a"], r["b"]) for r in fin["rankings"]):
+        ra = exploit.get(a, {}).get("families", {}).get(family)
+        rb = exploit.get(b, {}).get("families", {}).get(family)
+        if not ra or not rb:
+            continue
+        fa, fb = exploit_rows(ra), exploit_rows(rb)
+        if min(fa["training_seeds"], fb["training_seeds"]) < 2:
             continue
         if fa["ci95_high"] < fb["ci95_low"]:
             verdict = f"`{a}` is less exploitable than `{b}`"
@@ -176,8 +257,8 @@ def exploit_comparisons(exploit: dict, pairs, family: str = "dqn") -> list[dict]
         else:
             verdict = f"no significant difference in exploitability between `{a}` and `{b}`"
         out.append({"a": a, "b": b, "family": family, "verdict": verdict,
-                    **{f"{k}_{x}": o[x] for k, o in (("a", fa), ("b", fb)) for x in ("mean", "ci95_low", "ci95_high",
-                                                                                       "runs")}})
+                    **{f"{k}_{x}": o[x] for k, o in (("a", fa), ("b", fb))
+                       for x in ("mean", "ci95_low", "ci95_high", "runs", "training_seeds")}})
     return out
 
 
@@ -209,30 +290,110 @@ def _config_section(fin: dict) -> list[str]:
                            "per training seed [95% over tables]"], rows)
 
 
+def _where(fin: dict, r: dict) -> str:
+    if r["kind"] == "pool":
+        return f"in one seat of `{fin['condition']}` tables"
+    if "per_unit" not in r:  # played before issue 41: B's first seed also sat in B's seat
+        return f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed)"
+    return (f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed, which "
+            "itself is left out of its side)")
+
+
+def _few_seeds(fin: dict) -> list[str]:
+    """A line naming the compared configs with fewer training seeds than issue 41 asks."""
+    compared = dict.fromkeys(x for r in fin["rankings"] for x in (r["a"], r["b"]))
+    few = [f"`{x}` ({fin['configs'][x]['training_seeds']})" for x in compared
+           if 1 < fin["configs"].get(x, {}).get("training_seeds", 0) < MIN_TRAINING_SEEDS]
+    if not few:
+        return []
+    return [f"**Too few training seeds.** The compared configs {', '.join(few)} have fewer than the "
+            f"{MIN_TRAINING_SEEDS} training seeds a comparison of trained configs should have (issue 41), so only "
+            "large differences between them can be shown (each sentence gives the smallest one its design could "
+            "detect).", ""]
+
+
 def _ranking_section(fin: dict) -> list[str]:
-    ranks = fin["rankings"]
+    ranks = rank(fin)
     if not ranks:
         return []
     lines = ["## Rankings", "",
-             f"Each sentence comes from a paired comparison (the difference in win rate, the same tables; hierarchical "
-             f"bootstrap over table seeds, training seeds and tables, {fin['n_boot']:,} resamples), Holm-corrected "
-             f"over the {len(ranks)} comparisons of this report: \"beats\" only where the corrected test rejects at "
-             f"{fin['alpha']:g} and the 95% interval excludes 0.", ""]
+             f"Each sentence comes from Welch's t test on the training-seed units' mean win rates (the same tables; "
+             f"a fixed policy is one unit with its tables' binomial noise; `evals.report.stats.unit_test`), "
+             f"Holm-corrected over the {len(ranks)} comparisons of this report: \"beats\" only where the corrected "
+             f"test rejects at {fin['alpha']:g} and the 95% t interval excludes 0. \"Detectable\" is the smallest "
+             f"difference the pair's design finds at {POWER:.0%} power (Bonferroni over the {len(ranks)}, t "
+             f"quantiles on the test's degrees of freedom, a spread of {between_seed_sd(fin):.3f} in win rate over "
+             "training seeds: the pooled spread of this report's trained configs).", ""]
+    lines += _few_seeds(fin)
     for r in ranks:
-        where = (f"in one seat of `{fin['condition']}` tables" if r["kind"] == "pool" else
-                 f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed)")
-        lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {where}: `{r['a']}` minus `{r['b']}` "
-                     f"{r['diff']:+.3f} [{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = {r['p_value']:.3g}, "
-                     f"Holm-adjusted {r['p_holm']:.3g} ({r['games']:,} tables x {len(r['seeds'])} held-out seed(s)).")
+        if r.get("withdrawn"):
+            lines.append(f"- **Withdrawn: `{r['a']}` against `{r['b']}`** {_where(fin, r)}: the report kept only "
+                         "the pooled figures of this pair, not each training seed's, so the few-units test cannot be "
+                         f"made, and `{r['b']}`'s side counted its first seed against three copies of itself (1/4 by "
+                         "symmetry); it counts in Holm's correction with p = 1.")
+            continue
+        lines.append(f"- **{r['verdict'][0].upper() + r['verdict'][1:]}** {_where(fin, r)}: `{r['a']}` minus "
+                     f"`{r['b']}` {r['diff']:+.3f} [{r['ci95_low']:+.3f}, {r['ci95_high']:+.3f}], p = "
+                     f"{r['p_value']:.3g}, Holm-adjusted {r['p_holm']:.3g} ({r['units_a']} vs {r['units_b']} "
+                     f"unit(s), {r['games']:,} tables x {len(r['seeds'])} held-out seed(s) each; detectable: "
+                     f"{r['detectable']:.3f}).")
+    return lines + [""]
+
+
+def _earlier_claims(rep: dict) -> list[str]:
+    """Where report.json was ranked by the hierarchical bootstrap (before issue 41): each
+    of its claims beside the few-units test's, kept, changed or withdrawn."""
+    fin = rep["final"]
+    if all(r.get("test") == TEST_NAME for r in fin["rankings"]):
+        return []
+    lines = ["## Claims re-derived with the few-units test", "",
+             "The report.json this file renders was ranked by the hierarchical bootstrap over table seeds, training "
+             "seeds and tables, whose false-positive rate with three training seeds a side is far above its nominal "
+             "5% (issue 41). Its verdicts are re-derived here from the same per-unit figures, no game played again; "
+             "the exploitability intervals are re-derived over training seeds. Each claim of the earlier version of "
+             "this file:", ""]
+    for old, new in zip(fin["rankings"], rank(fin)):
+        was = (f"{old['verdict']} ({old['diff']:+.3f} [{old['ci95_low']:+.3f}, {old['ci95_high']:+.3f}], "
+               f"Holm-adjusted p {old['p_holm']:.3g})")
+        if new.get("withdrawn"):
+            status, now = "withdrawn", "no per-unit figures kept: not re-derived"
+        else:
+            now = (f"{new['verdict']} ({new['diff']:+.3f} [{new['ci95_low']:+.3f}, {new['ci95_high']:+.3f}], "
+                   f"p {new['p_value']:.3g}, Holm-adjusted {new['p_holm']:.3g})")
+            status = ("kept" if new["verdict"] == old["verdict"] else
+                      "withdrawn" if " beats " in old["verdict"] else "changed")
+        kind = "pool" if old["kind"] == "pool" else "head to head"
+        lines.append(f"- **{status}** ({kind}): was {was}; now {now}.")
+    new_comps = {(c["a"], c["b"]): c for c in exploit_comparisons(fin)}
+    for c in fin.get("exploit_comparisons", []):
+        n = new_comps.get((c["a"], c["b"]))
+        status = "withdrawn" if n is None else "kept" if n["verdict"] == c["verdict"] else "changed"
+        lines.append(f"- **{status}** (exploitability): was {c['verdict']} (intervals over {c['a_runs']} and "
+                     f"{c['b_runs']} runs as if independent)" + (
+                         f"; now {n['verdict']} (intervals over {n['a_training_seeds']} and {n['b_training_seeds']} "
+                         "training seeds)." if n else "."))
+    if _constants_note(rep):
+        n = sum(1 for line in _advisor_claims(rep) if line.startswith("- "))
+        lines.append(f"- **changed** (the advisor, {n} sentences): each F1 against CoupVisor's figure keeps its "
+                     "figures and verdict, now marked as the F1-fitted advisor's, not the page's (see \"Not the page's "
+                     "advisor\"); the `honest+advisor` and `honest+coupvisor` rows likewise.")
+    for label, e in fin.get("exploit", {}).items():
+        if e.get("found") and "ci95_low" in e:
+            lines.append(f"- **changed** (exploitability): `{label}`'s maximum {e['win_rate']:.3f} was printed with "
+                         f"the selected run's interval [{e['ci95_low']:.3f}, {e['ci95_high']:.3f}]; now as a maximum, "
+                         "without one.")
     return lines + [""]
 
 
 def _exploit_section(fin: dict) -> list[str]:
     lines = ["## Exploitability", "",
-             "The best of the best responses (`evals.exploit` families) against three frozen copies of each "
-             "training seed's export: the maximum over families, training seeds and best-response seeds. Below "
-             "1/4 a best response only shows that the learner failed (copying the policy would give 1/4), so it "
-             "reads \"not found at this budget\". Exploitability is reported here, not ranked.", ""]
+             "Best responses (`evals.exploit` families) against three frozen copies of each training seed's export. "
+             "Per family: the mean over training seeds, each training seed's best-response seeds averaged first, with "
+             "a 95% t interval over training seeds (the best-response seeds are nested inside them); a family of one "
+             "run says \"one run\". The exploitability is the maximum over families, training seeds and "
+             "best-response seeds: a selected figure, printed without an interval. Below 1/4 a best response only "
+             "shows that the learner failed (copying the policy would give 1/4), so it reads \"not found at this "
+             "budget\". Exploitability is reported here, not ranked.", ""]
     if not fin["exploit"]:
         return lines + ["No best responses were recorded (`python -m evals.experiments` writes exploit.json).", ""]
     rows = []
@@ -242,23 +403,28 @@ def _exploit_section(fin: dict) -> list[str]:
             rows.append([f"`{label}`", "none recorded" + missing, "-", "-"])
             continue
         best = e["best"]
-        head = (f"{_f(e['win_rate'])} [{_f(e['ci95_low'])}, {_f(e['ci95_high'])}] ({best['family']}, "
-                f"{Path(best['policy']).name}, best-response seed {best['seed']})" if e["found"] else e["verdict"])
+        runs = sum(len(v) for v in e.get("families", {}).values())
+        head = (f"maximum {_f(e['win_rate'])} of {runs} runs ({best['family']}, {Path(best['policy']).name}, "
+                f"best-response seed {best['seed']})" if e["found"] else e["verdict"])
         per = "; ".join(f"{Path(p).name}: {_f(v['win_rate'])}" for p, v in e["per_policy"].items())
-        fam = "; ".join(f"{f}: mean {_f(o['mean'])} [{_f(o['ci95_low'])}, {_f(o['ci95_high'])}] over {o['runs']}"
-                        for f, o in e["over_seeds"].items())
-        rows.append([f"`{label}`", head + missing, per, fam])
-    lines += _table(["config", "exploitability (max)", "max per training seed",
-                     "per family: mean over runs [95% t]"], rows)
-    comps = fin.get("exploit_comparisons", [])
+        fam = []
+        for f, frs in e.get("families", {}).items():
+            o = exploit_rows(frs)
+            fam.append(f"{f}: one run, {_f(o['mean'])}" if o["runs"] == 1 else
+                       f"{f}: mean {_f(o['mean'])} [{_f(o['ci95_low'])}, {_f(o['ci95_high'])}] over "
+                       f"{o['training_seeds']} training seeds ({o['runs']} runs)" if o["training_seeds"] > 1 else
+                       f"{f}: mean {_f(o['mean'])} of {o['runs']} runs on one training seed (no interval)")
+        rows.append([f"`{label}`", head + missing, per, "; ".join(fam)])
+    lines += _table(["config", "exploitability (maximum, no interval)", "max per training seed",
+                     "per family: mean over training seeds [95% t over them]"], rows)
+    comps = exploit_comparisons(fin)
     if comps:
-        lines += [f"Compared by their `{comps[0]['family']}` best responses (the mean over training seeds x "
-                  "best-response seeds with a 95% t interval over those runs; \"less exploitable\" only where the "
-                  "two intervals do not overlap):", ""]
+        lines += [f"Compared by their `{comps[0]['family']}` best responses (the mean over training seeds with a 95% "
+                  "t interval over them; \"less exploitable\" only where the two intervals do not overlap):", ""]
         lines += [f"- **{c['verdict'][0].upper() + c['verdict'][1:]}**: `{c['a']}` {_f(c['a_mean'])} "
-                  f"[{_f(c['a_ci95_low'])}, {_f(c['a_ci95_high'])}] over {c['a_runs']} runs, `{c['b']}` "
-                  f"{_f(c['b_mean'])} [{_f(c['b_ci95_low'])}, {_f(c['b_ci95_high'])}] over {c['b_runs']} runs."
-                  for c in comps]
+                  f"[{_f(c['a_ci95_low'])}, {_f(c['a_ci95_high'])}] over {c['a_training_seeds']} training seeds "
+                  f"({c['a_runs']} runs), `{c['b']}` {_f(c['b_mean'])} [{_f(c['b_ci95_low'])}, {_f(c['b_ci95_high'])}]"
+                  f" over {c['b_training_seeds']} training seeds ({c['b_runs']} runs)." for c in comps]
         lines.append("")
     curves = [(label, f, r) for label, e in fin["exploit"].items() for f, rows in e.get("families", {}).items()
               if len(rows) == 1 for r in rows if r.get("curve")]
@@ -296,22 +462,50 @@ def _advisor_claims(rep: dict) -> list[str]:
     return ["## The challenge advisor against CoupVisor's figures", "",
             "F1 of the advisor's challenge recommendations on every challengeable claim of the held-out seeds' "
             "games (the table under \"The challenge advisor\" below), with a bootstrap interval that resamples "
-            "whole games, beside CoupVisor's published figure (a fixed number: no interval).", ""] + out + [""]
+            "whole games, beside CoupVisor's published figure (a fixed number: no interval). The set-ups differ: "
+            "here coupjax's five scripted bots in the two conditions' mixes, and the beliefs' likelihoods and "
+            "calibration fitted on tuning seed 1000 (`coupjax.seeds.TUNING_SEEDS`); CoupVisor's figures come from "
+            "its own bots and games.", ""] + _constants_note(rep) + out + [""]
 
 
-def render(rep: dict, cfg, criterion: dict, figures: dict | None = None) -> str:
+def _constants_note(rep: dict) -> list[str]:
+    """Where the report's advisor is not the page's: a report made before issue 41 scored and
+    seated the F1-fitted constants, while the page (`advice_params`) uses those fitted for
+    games won; its advised rows and F1 figures are then of an advisor the page does not use."""
+    from coupjax.advice.challenge import AdvisorParams
+    from evals.report.results import advisor_constants
+
+    page = advisor_constants()
+    used = rep.get("advisor_constants") or advisor_constants(AdvisorParams())
+    if used == page:
+        return []
+    return [f"**Not the page's advisor.** This report scored and seated the advisor with the constants fitted for "
+            f"F1 (alpha {used['alpha']:g}, v_last {used['v_last']:g}); the page uses those fitted for games won "
+            f"(alpha {page['alpha']:g}, v_last {page['v_last']:g}; `coupjax.advice.recommend.advice_params`). The "
+            "F1 figures below and the `honest+advisor` and `honest+coupvisor` rows are therefore of an advisor the "
+            "page does not use (those rows lose games against plain `honest`); the report now uses the page's "
+            "constants everywhere, and its next held-out run replaces these figures.", ""]
+
+
+def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger: list[dict] | None = None) -> str:
     """docs/results.md from report.json's ``final`` section and the matrix (``rep``);
-    ``figures``: section -> link of `evals.report.figures.draw_final`'s PNGs."""
+    ``figures``: section -> link of `evals.report.figures.draw_final`'s PNGs; ``ledger``:
+    its entries (default the committed ledger, `coupjax.seeds.read_ledger`)."""
     from evals.report import markdown
 
     fin = rep["final"]
+    ledger = seed_roles.read_ledger() if ledger is None else ledger
+    commit = rep.get("meta", {}).get("git_commit", "unknown")
     lines = ["# Results", "",
              "Generated by `python -m evals.report --config configs/eval.yaml --final` from report.json; do not "
              "edit by hand (docs/experiments/README.md, \"Reproducing docs/results.md\").", "",
              f"Criterion: {criterion['commit']}", "",
              f"Criterion file: `{criterion['path']}`. Held-out table seeds: {', '.join(map(str, fin['seeds']))}; "
-             f"training seeds {', '.join(map(str, fin['training_seeds']))}. Commit of the report: "
-             f"`{rep.get('meta', {}).get('git_commit', 'unknown')}`.", ""]
+             f"training seeds {', '.join(map(str, fin['training_seeds']))}. Commit of the report: `{commit}`.", ""]
+    if not all(r.get("test") == TEST_NAME for r in fin["rankings"]):
+        lines += ["Verdicts re-derived with the few-units test (Welch's t on the training-seed units, issue 41) from "
+                  "the committed report.json, no game played again; the claims of the earlier version of this file "
+                  "are listed as kept, changed or withdrawn under \"Claims re-derived with the few-units test\".", ""]
     figures = figures or {}
 
     def figure(section, alt):
@@ -319,7 +513,53 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None) -> str:
 
     lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
               + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate")
-              + _advisor_claims(rep))
+              + _advisor_claims(rep) + _earlier_claims(rep) + repeat_notes(fin, ledger, commit))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
     return check_results("\n".join(lines).rstrip() + "\n")
+
+
+# ------------------------------------------------------------------ re-rendering the committed report
+PROG = "python -m evals.report.final"
+FIGURE_LINKS = {"configs": "results-figures/configs.png", "exploit": "results-figures/exploitability.png"}
+
+
+def rerender(report_dir: Path, results: Path) -> str:
+    """``results`` rendered again from ``report_dir``'s committed report.json and config.yaml
+    under the criterion ``results`` already names (its ``Criterion:`` and ``Criterion
+    file:`` lines), its figures' links kept: no game is played.  What tests/test_docs.py
+    checks docs/results.md against, and how a stricter test is applied to results already
+    committed (issue 41)."""
+    from evals.report.config import load_config
+
+    text = Path(results).read_text()
+    commit = re.search(r"^Criterion: ([0-9a-f]{40})$", text, re.M)
+    path = re.search(r"^Criterion file: `([^`]+)`", text, re.M)
+    if not commit or not path:
+        raise FinalReportError(f"{results} names no 'Criterion: <commit>' and 'Criterion file:' lines to keep")
+    rep = json.loads((Path(report_dir) / "report.json").read_text())
+    cfg = load_config(Path(report_dir) / "config.yaml")
+    return render(rep, cfg, {"commit": commit.group(1), "path": path.group(1)}, FIGURE_LINKS)
+
+
+def main(argv=None) -> str:
+    from coupjax.args import Parser, fail
+
+    ap = Parser(prog=PROG, description="Render docs/results.md again from the committed report.json (no game is "
+                                       "played).")
+    ap.add_argument("--report", type=Path, default=Path("runs/experiments/report"),
+                    help="the folder of report.json and config.yaml (default runs/experiments/report)")
+    ap.add_argument("--results", type=Path, default=Path("docs/results.md"),
+                    help="the results file to render again (default docs/results.md)")
+    args = ap.parse_args(argv)
+    try:
+        text = rerender(args.report, args.results)
+    except (OSError, json.JSONDecodeError, KeyError, FinalReportError) as err:
+        fail(PROG, err)
+    args.results.write_text(text)
+    print(f"wrote {args.results}")
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -101,6 +101,17 @@ def advisor_section(rep, cfg) -> list[str]:
                 for base, conds in rep["advice_paired"].items() for cond, d in conds.items()]
         lines += _table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
                         rows)
+    if rep.get("advice_paired_search"):
+        lines += ["### The page's default advice (search on) vs off (paired, same seat, same tables)", "",
+                  "The same with the page's default: the recommendation with the page's search at its budget "
+                  "(`advised:BASE:search`). The page's default should be whichever of the two settings wins games.",
+                  ""]
+        rows = [[f"`{base}`", cond, _f(d["win_rate_on"]), _f(d["win_rate_off"]),
+                 f"{d['diff']:+.3f} [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]", d["verdict"],
+                 f"{d['games']:,} x {len(d['seeds'])}"]
+                for base, conds in rep["advice_paired_search"].items() for cond, d in conds.items()]
+        lines += _table(["base", "condition", "win rate on", "off", "on - off [95%]", "verdict", "tables x seeds"],
+                        rows)
     if rep.get("reaction_rates"):
         lines += ["### Challenge and block rates per claimed role", "",
                   "How often each policy challenges a claim of each role when it may (challenged), and blocks by "

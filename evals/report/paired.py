@@ -3,8 +3,10 @@
 The core of ``python -m evals.compare`` (its command, table and verdict line live there),
 here so that the report (`evals.report.final`) ranks policies with the same functions:
 `expand_spec` (a spec's training-seed units), `condition_tables`, `play_paired` (per-table
-results of every unit) and `compare` (the paired difference with its hierarchical
-bootstrap interval, `evals.report.stats.paired_bootstrap`).
+results of every unit) and `compare` (the difference with its interval and test: Welch's t
+on the training-seed units' means where a side has several, `evals.report.stats.unit_test`,
+whose false-positive rate holds with few units; the paired hierarchical bootstrap over
+seeds and tables, `evals.report.stats.paired_bootstrap`, for one unit a side).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from coupjax.policies.pools import CONDITIONS, SCRIPTED_NAMES
 from coupjax.policies.spec import describe_spec, resolve_policy
 from evals.report.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
-from evals.report.stats import bonferroni_alpha, paired_bootstrap
+from evals.report.stats import bonferroni_alpha, paired_bootstrap, unit_test
 
 DEFAULT_CONDITION = "aggressive_heavy"
 
@@ -106,7 +108,14 @@ def compare(env, spec_a: str, spec_b: str, games: int, seeds: list[int], opponen
     units_a, units_b = expand_spec(spec_a), expand_spec(spec_b)
     res = play_paired(env, units_a, units_b, games, seeds, opponents, batch)
     (wa, wb), (pa, pb) = res["wins"], res["placement"]
-    win = paired_bootstrap(wa, wb, n_boot=n_boot)
+    by_units = max(len(units_a), len(units_b)) > 1  # training seeds are the unit of noise (issue 41)
+
+    def test(alpha=0.05):
+        if by_units:
+            return unit_test(wa.mean((1, 2)), wb.mean((1, 2)), wa[0].size, wb[0].size, alpha=alpha)
+        return paired_bootstrap(wa, wb, n_boot=n_boot, alpha=alpha)
+
+    win = test()
     place = paired_bootstrap(pa, pb, n_boot=n_boot)
     out = {
         "a": spec_a, "b": spec_b, "units_a": units_a, "units_b": units_b,
@@ -120,11 +129,11 @@ def compare(env, spec_a: str, spec_b: str, games: int, seeds: list[int], opponen
                      for i, s in enumerate(seeds)],
         "per_unit": {"a": {u: float(wa[j].mean()) for j, u in enumerate(units_a)},
                      "b": {u: float(wb[j].mean()) for j, u in enumerate(units_b)}},
-        "comparisons": comparisons, "n_boot": n_boot,
+        "comparisons": comparisons, "n_boot": n_boot, "test": "welch" if by_units else "paired_bootstrap",
     }
     low, high = out["ci95_low"], out["ci95_high"]
     if comparisons > 1:
-        adj = paired_bootstrap(wa, wb, n_boot=n_boot, alpha=bonferroni_alpha(0.05, comparisons))
+        adj = test(bonferroni_alpha(0.05, comparisons))
         out["ci_corrected_low"], out["ci_corrected_high"] = low, high = adj["ci_low"], adj["ci_high"]
     out["verdict"] = verdict(low, high)
     return out

@@ -2,7 +2,8 @@
 
 An *advised* seat (advice on) is a scripted bot whose challenge decisions follow the
 challenge advisor (`coupjax.advice.challenge.advise_challenge`, fitted constants,
-balanced style, the chosen belief): where ``challenge`` is legal and the advisor
+balanced style, the chosen belief; the constants are the page's, `coupjax.advice.recommend.advice_params`,
+fitted for games won: one advisor in every table of the report, issue 41): where ``challenge`` is legal and the advisor
 recommends it, the challenge takes the bot's mass except what the bot puts on blocks
 (a block the bot would make stays, as a sound player blocks with the card it holds
 rather than gamble on a challenge); where the advisor says pass, the bot's
@@ -15,6 +16,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
+from coupjax.advice.recommend import advice_params
 from coupjax.game.tables import tables
 from coupjax.policies import make_policy
 from coupjax.policies.common import masked_logits
@@ -26,7 +28,7 @@ def make_advised(env, base: str, belief: str = "exact", params: AdvisorParams | 
     bot = make_policy(base, env)
     n = env.num_players
     T = tables(n)
-    params = AdvisorParams() if params is None else params
+    params = advice_params() if params is None else params
     is_block = jnp.asarray(T.action_block_role) >= 0
 
     def policy(key, state):

@@ -15,6 +15,8 @@ Layout of ``report.json`` (every rate has its counts beside it):
   bootstrap ``ci95_low`` / ``ci95_high`` and ``p_value``, ``placement`` (the same for the
   mean placement), ``games`` (tables per seed), ``seeds`` and ``verdict`` (as
   ``python -m evals.compare`` words it);
+* ``advice_paired_search``: the same for the page's default advice, search on at the
+  page's budget (``advised:BASE:search``) against BASE, for ``advice_search_bases``;
 * ``reaction_rates``: label -> condition -> role -> ``challenge_opportunities``,
   ``challenges``, ``challenge_rate``, ``block_opportunities``, ``blocks``, ``bluff_blocks``,
   ``block_rate`` (`evals.reaction_rates`);
@@ -27,7 +29,9 @@ Layout of ``report.json`` (every rate has its counts beside it):
   openskill Plackett-Luce model over the mixed tables' placements);
 * ``advisor``: belief -> condition -> ``tp``, ``fp``, ``fn``, ``tn``, ``f1``, ``brier``,
   ``ece``, ... (`evals.report.advisor.belief_metrics`), with ``coupvisor_paper`` the
-  published figures; ``scenarios``; ``ablation``.
+  published figures, and ``advisor_constants`` (``alpha``, ``v_last``: the page's,
+  `coupjax.advice.recommend.advice_params`, which every advised row and F1 here uses);
+  ``scenarios``; ``ablation``.
 """
 from __future__ import annotations
 
@@ -58,6 +62,14 @@ def _nan_to_none(x):
     if isinstance(x, (np.integer,)):
         return int(x)
     return x
+
+
+def advisor_constants(params=None) -> dict:
+    """The value constants of the advisor the report scores and seats (the page's)."""
+    from coupjax.advice.recommend import advice_params
+
+    p = advice_params() if params is None else params
+    return {"alpha": float(p.alpha), "v_last": float(p.v_last)}
 
 
 def pooled_rows(cells: dict, labels: list, conditions, seeds) -> dict:
@@ -155,11 +167,13 @@ def advice_on_off(policies: dict, cfg) -> dict:
     return out
 
 
-def advice_paired(cells: dict, cfg) -> dict:
-    """The ``advice_paired`` block (module doc) from the suite's ``advice/{condition}`` cells."""
+def advice_paired(cells: dict, cfg, bases=None) -> dict:
+    """The ``advice_paired`` block (module doc) from the suite's ``advice/{condition}`` cells
+    (``bases``: default the config's ``advice_bases``; ``advice_paired_search`` is the same
+    block of ``advice_search_bases`` from the ``advice_search/{condition}`` cells)."""
     out = {}
     for cond, cell in cells.items():
-        for i, base in enumerate(cfg.advice_bases):
+        for i, base in enumerate(cfg.advice_bases if bases is None else bases):
             on, off = np.asarray(cell["wins_on"][i:i + 1]), np.asarray(cell["wins_off"][i:i + 1])
             win = stats.paired_bootstrap(on, off)
             place = stats.paired_bootstrap(cell["place_on"][i:i + 1], cell["place_off"][i:i + 1])
@@ -214,11 +228,13 @@ def build(cfg, res: dict) -> dict:
     out = {
         "policies": policies, "search_policies": search, "advice_on_off": advice_on_off(policies, cfg),
         "advice_paired": advice_paired(res.get("advice", {}), cfg),
+        "advice_paired_search": advice_paired(res.get("advice_search", {}), cfg, cfg.advice_search_bases),
         "reaction_rates": reaction_table(res.get("reactions", {}), cfg),
         "exploit_probes": dict(res.get("probes", {})),
         "by_players": by_players, "cross_play": cross_table(res["cross"]),
         "ratings": ratings(res["mixed"], cfg.seeds[0]),
         "advisor": advisor_table(res["advisor"], cfg.conditions), "coupvisor_paper": COUPVISOR_PAPER,
+        "advisor_constants": advisor_constants(),
         "scenarios": scenario_table(res["scenarios"]), "ablation": read_ablation(cfg.ablation),
     }
     return _nan_to_none(out)

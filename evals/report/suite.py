@@ -78,8 +78,8 @@ def table_keys(seed: int, stream: int, count: int):
 
 # stage (the first part of its cells' names, ``--only``'s words) -> the key of `Suite.run`'s dict, in run order
 STAGES = {"seat": "seat", "search": "search", "players": "players", "crossplay": "cross", "mixed": "mixed",
-          "positions": "positions", "advisor": "advisor", "advice": "advice", "reactions": "reactions",
-          "probes": "probes", "scenarios": "scenarios"}
+          "positions": "positions", "advisor": "advisor", "advice": "advice", "advice_search": "advice_search",
+          "reactions": "reactions", "probes": "probes", "scenarios": "scenarios"}
 
 
 class Suite:
@@ -401,25 +401,29 @@ class Suite:
 
         return self.store.cell("scenarios", compute)
 
-    def advice_cells(self) -> dict:
+    def advice_cells(self, search: bool = False) -> dict:
         """condition -> cell ``advice/{condition}``: wins and placements [bases, seeds,
-        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables."""
+        tables] of ``advised:BASE`` (``on``) and BASE (``off``) on the same tables; with
+        ``search``, cell ``advice_search/{condition}`` of ``advised:BASE:search`` (the page's
+        default advice) for ``advice_search_bases``."""
         cfg = self.cfg
-        if not cfg.advice_bases or cfg.advice_games == 0:
+        bases = list(cfg.advice_search_bases if search else cfg.advice_bases)
+        games = cfg.advice_search_games if search else cfg.advice_games
+        if not bases or games == 0:
             return {}
         env = self.env(cfg.num_players)
-        bases = list(cfg.advice_bases)
+        name, tail = ("advice_search", ":search") if search else ("advice", "")
 
         def compute(cond):
-            task = self.task(f"advice on/off {cond}", 1)
-            r = play_paired(env, [f"advised:{b}" for b in bases], bases, cfg.advice_games, list(cfg.seeds), cond,
+            task = self.task(f"{name} on/off {cond}", 1)
+            r = play_paired(env, [f"advised:{b}{tail}" for b in bases], bases, games, list(cfg.seeds), cond,
                             batch=cfg.batch)
             self.finish(task)
             (wa, wb), (pa, pb) = r["wins"], r["placement"]
             return {}, {"wins_on": wa.astype(np.int8), "wins_off": wb.astype(np.int8),
                         "place_on": pa.astype(np.int8), "place_off": pb.astype(np.int8)}
 
-        return {cond: self.store.cell(f"advice/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
+        return {cond: self.store.cell(f"{name}/{cond}", lambda c=cond: compute(c)) for cond in cfg.conditions}
 
     def reaction_cells(self) -> dict:
         """condition -> cell ``reactions/{condition}``: label -> role -> counts and rates."""
@@ -472,6 +476,8 @@ class Suite:
                "positions": [f"positions/{c}/s{s}" for c, s in grid] if cfg.position_games else [],
                "advisor": [f"advisor/{c}/s{s}" for c, s in grid] if cfg.advisor_games else [],
                "advice": [f"advice/{c}" for c in cfg.conditions] if cfg.advice_bases and cfg.advice_games else [],
+               "advice_search": [f"advice_search/{c}" for c in cfg.conditions]
+               if cfg.advice_search_bases and cfg.advice_search_games else [],
                "reactions": [f"reactions/{c}" for c in cfg.conditions]
                if cfg.reaction_policies and cfg.reaction_games else [],
                "probes": [f"probes/{x}" for x in cfg.exploit_probes] if cfg.probe_games else [],
@@ -492,7 +498,8 @@ class Suite:
         assert all(c in CONDITIONS for c in self.cfg.conditions)
         methods = {"seat": self.seat_cells, "search": self.search_cells, "players": self.player_cells,
                    "crossplay": self.cross_cells, "mixed": self.mixed_cells, "positions": self.position_cells,
-                   "advisor": self.advisor_cells, "advice": self.advice_cells, "reactions": self.reaction_cells,
+                   "advisor": self.advisor_cells, "advice": self.advice_cells,
+                   "advice_search": lambda: self.advice_cells(search=True), "reactions": self.reaction_cells,
                    "probes": self.probe_cells, "scenarios": self.scenario_cell}
         only = self.store.only
         out = {}
