@@ -155,10 +155,10 @@ def test_stage_lines_count_cells_and_estimate_what_is_left():
     with log.stage("seat", 4, stored=1):
         log.cell_start("seat/a")
         log.cell_done("seat/a", 3.0, True)
-        for name in ("seat/b", "seat/c"):
+        for name, took in (("seat/b", 30), ("seat/c", 10)):  # b compiles: c's time is the estimate's
             log.cell_start(name)
-            clock.now += 10
-            log.cell_done(name, 10.0, False)
+            clock.now += took
+            log.cell_done(name, took, False)
         clock.now += 70  # silent for 70 s: the heartbeat's line
         log.beat()
         clock.now += 10
@@ -166,11 +166,11 @@ def test_stage_lines_count_cells_and_estimate_what_is_left():
     lines = buffer.getvalue().splitlines()
     assert lines == ["[0:00:00] seat: 4 cells, 1 stored",
                      "[0:00:00] seat: 1/4 cells (seat/a stored); stage 0:00:00",
-                     "[0:00:10] seat: 2/4 cells (seat/b 10 s); stage 0:00:10, about 0:00:20 left",
-                     "[0:00:20] seat: 3/4 cells (seat/c 10 s); stage 0:00:20, about 0:00:10 left",
-                     "[0:01:30] seat: still; stage 0:01:30",
-                     "[0:01:40] seat: 4/4 cells (seat/d 90 s); stage 0:01:40",
-                     "[0:01:40] seat: done, 4 cells in 0:01:40"]
+                     "[0:00:30] seat: 2/4 cells (seat/b 30 s); stage 0:00:30, about 0:01:00 left",
+                     "[0:00:40] seat: 3/4 cells (seat/c 10 s); stage 0:00:40, about 0:00:10 left",
+                     "[0:01:50] seat: still; stage 0:01:50",
+                     "[0:02:00] seat: 4/4 cells (seat/d 90 s); stage 0:02:00",
+                     "[0:02:00] seat: done, 4 cells in 0:02:00"]
 
 
 def test_the_heartbeat_speaks_when_nothing_else_does():

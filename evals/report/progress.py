@@ -8,7 +8,8 @@ in a file, Rich's own in a terminal):
 * ``[0:00:03] seat: 10 cells``, when a stage starts (``, 4 stored`` where some are reused);
 * ``[0:00:21] seat: 1/10 cells (seat/n4/aggressive_heavy/s7 18 s); stage 0:00:18, about
   0:02:42 left``, as each cell finishes (the estimate: the stage's cells still to compute
-  at the mean time of those computed so far);
+  at the mean time of those computed so far, the first left out once there are others:
+  it carries the stage's compilation);
 * ``[0:02:55] seat: done, 10 cells in 0:02:52``;
 * ``[0:03:15] search: still on search/aggressive_heavy/s7 for 0:00:20; stage 0:00:20``
   when nothing else was printed for ``every`` seconds (a compilation, a long cell,
@@ -60,7 +61,7 @@ class StageLog:
         """A stage of ``total`` cells (None: no cells, e.g. the figures), ``stored`` of them reused."""
         self.stage_name, self.cell_name = name, None
         self.stage_start, self.stage_total, self.stage_done = self.clock(), total, 0
-        self.computed_seconds, self.computed = 0.0, 0
+        self.computed_seconds: list[float] = []
         cells = "" if total is None else f": {total} cells" + (f", {stored} stored" if stored else "")
         self.line(f"{name}{cells}")
         try:
@@ -80,14 +81,14 @@ class StageLog:
         self.cell_name = None
         self.stage_done += 1
         if not reused:
-            self.computed += 1
-            self.computed_seconds += seconds
+            self.computed_seconds.append(seconds)
         total = self.stage_total
         elapsed = self.clock() - self.stage_start
         what = f"{name} stored" if reused else f"{name} {seconds:.0f} s"
         text = f"{self.stage_name}: {self.stage_done}/{total} cells ({what}); stage {clock_text(elapsed)}"
-        if total is not None and self.computed and self.stage_done < total:
-            text += f", about {clock_text((total - self.stage_done) * self.computed_seconds / self.computed)} left"
+        basis = self.computed_seconds[1:] or self.computed_seconds  # the first cell compiles
+        if total is not None and basis and self.stage_done < total:
+            text += f", about {clock_text((total - self.stage_done) * sum(basis) / len(basis))} left"
         self.line(text)
 
     def beat(self) -> None:
