@@ -223,3 +223,15 @@ def test_probe_tuning_plays_the_seat_tables_games():
         entropy = want[probe].pop("action_entropy")
         assert got[probe].pop("action_entropy") == pytest.approx(entropy, rel=1e-5)
         assert got[probe] == want[probe], probe
+
+
+def test_a_small_cell_serves_every_bot_its_tables_seat():
+    """A cell of 2 tables took its capacities from 2 other tables, where `random` sat
+    nowhere: capacity 0, and seed 7's tables, which seat it, never ended (the search stage
+    of a small matrix ran for 18 minutes).  Every bot a condition can seat now serves."""
+    from evals.report.play import condition_weights
+
+    cfg = config_from_dict({**MICRO, "conditions": ["aggressive_heavy", "honest_heavy"], "seeds": [7, 8]})
+    player, _ = S.Suite(cfg, store=None).seat_player(4, ["honest"], 2)
+    weights = sum(condition_weights(c) for c in cfg.conditions)
+    assert all(c > 0 for c, w in zip(player.capacity, weights) if w > 0), player.capacity

@@ -127,7 +127,14 @@ class Suite:
                 groups = [seat_tables.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
                 caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(batch)))
-            player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(np.max(caps, axis=0)),
+            # a bot the conditions can seat serves at least a few games per iteration: the
+            # shares above come from other tables than a small cell's, and a seated entry
+            # with no capacity would never move (its game, and the loop, would never end)
+            cap = np.max(caps, axis=0)
+            seatable = np.array([any(condition_weights(c)[i] > 0 for c in self.cfg.conditions) for i in range(base)])
+            floor = min(8, slots_per_device(batch))
+            cap[:base] = np.where(seatable, np.maximum(cap[:base], floor), cap[:base])
+            player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(int(c) for c in cap),
                                  queue=queue_size(games * len(tested), batch))
             self._players[key] = (player, tested)
         return self._players[key]
