@@ -105,7 +105,7 @@ def test_simulation_positions_collector_and_rates_play_the_games_they_played_bef
     test_a_scan_of_step_records_the_games_of_play (tests/test_rollout.py)."""
     from coupjax.simulate import make_simulation
     from coupjax.testing import sample_positions
-    from evals.report.reactions import make_rate_runner
+    from evals.lib.reactions import make_rate_runner
     from training.bc import make_collector
 
     G = 8
@@ -146,7 +146,7 @@ def test_report_loggers_record_the_games_they_recorded_before(env):
     claim recorder (its own queue of slots).  Quick twin:
     test_table_and_queue_runners_play_the_games_they_played_before."""
     from coupjax.policies.pools import SCRIPTED_NAMES
-    from evals.advisor.record import QueueRecorder, play_condition
+    from evals.lib.advisor.record import QueueRecorder, play_condition
     from evals.report.positions import make_logger
 
     idx = np.random.default_rng(2).integers(0, len(SCRIPTED_NAMES), (4, N)).astype(np.int32)

@@ -3,10 +3,12 @@ evals.exploit_probe`` (its module doc says what they do), here so that the repor
 (`evals.report.suite`) probes with the same functions."""
 from __future__ import annotations
 
-from coupjax import rules
-from coupjax.seat_tables import play_tables
+import numpy as np
+
+from coupjax import rules, seat_tables
 from coupjax.seeds import check_tuning_seed
-from evals.lib.paired import play_paired
+from evals.lib.paired import play_paired, table_player
+from evals.lib.play import TablePlayer, interleave, slots_per_device
 from evals.lib.stats import paired_bootstrap
 
 TUNE_SEED = 1003
@@ -15,11 +17,31 @@ PROBES = tuple(f"role_bluffer:{role}:{rate}" for role in rules.ROLES for rate in
 BOUND = 0.02
 
 
-def tune(env, policy: str, games: int, seed: int, probes=None) -> dict:
+def tune(env, policy: str, games: int, seed: int, probes=None, batch: int = 1000) -> dict:
     """probe -> its seat-table row against three copies of ``policy`` on tuning ``seed``
-    (``probes`` default `PROBES`)."""
+    (``probes`` default `PROBES`): `coupjax.seat_tables.play_tables`' tables, keys and
+    rows, every probe's tables interleaved in one queue split over the host's devices
+    (`evals.lib.play`: one compilation, both cores busy)."""
     check_tuning_seed(seed, "exploit probe tuning")
-    return play_tables(env, list(PROBES if probes is None else probes), games, seed, opponents=policy)
+    names = list(PROBES if probes is None else probes)
+    n = env.num_players
+    specs = list(dict.fromkeys([policy, *names]))  # the opponent is entry 0, as in play_tables
+    seats, opp = seat_tables.draw_tables(games, n, seed, 1)
+    groups = [seat_tables.seat_index(seats, opp, specs.index(x), n) for x in names]
+    order = interleave(groups)
+    idx = np.stack([groups[g][r] for g, r in order])
+    keys = np.asarray(seat_tables.game_keys(seed, 0, games))[order[:, 1]]
+    slots = min(batch, len(idx))
+    capacity = TablePlayer.capacities_of(idx, len(specs), slots_per_device(slots))
+    stats = table_player(n, tuple(specs), slots, len(idx), capacity).play(idx, keys)
+    rows = {}
+    for g, name in enumerate(names):
+        sel = order[:, 0] == g
+        at, seat = np.arange(int(sel.sum())), seats[order[sel, 1]]
+        mine = {k: np.asarray(stats[k])[sel][at, seat] for k in ("wins", "placement", "entropy", "decisions")}
+        rows[name] = seat_tables.summarize(mine["wins"], mine["placement"], float(mine["entropy"].sum()),
+                                           int(mine["decisions"].sum()))
+    return rows
 
 
 def measure(env, probe: str, policy: str, baseline: str, games: int, seeds: list[int], n_boot: int = 2000) -> dict:

@@ -3,16 +3,21 @@ evals.reaction_rates`` (its module doc defines every count), here so that the re
 (`evals.report.suite`) counts with the same functions."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import PartitionSpec as P
 
 from coupjax import rollout, rules
+from coupjax.devices import data_mesh, shard
 from coupjax.game.tables import tables
 from coupjax.observation import parse
 from coupjax.policies.spec import resolve_policy
 from coupjax.seat_tables import INIT_STREAM, bucket_size, capacities, game_keys, pad_rows, seat_index
 from evals.lib.paired import condition_tables
+from evals.lib.play import interleave
 
 COUNTS = ("challenge_opportunities", "challenges", "block_opportunities", "blocks", "bluff_blocks")
 
@@ -41,10 +46,13 @@ def reaction_tally(T, n: int):
     return tally
 
 
-def make_rate_runner(env, policy_list):
+def make_rate_runner(env, policy_list, devices=None):
     """``run(keys [B], seat_policy_index [B, n], capacity) -> (counts {name: [B, n, 5]},
     finished [B])`` of B complete games (`reaction_tally`); ``capacity`` (static, per
-    policy: `coupjax.seat_tables.capacities`) lets a policy seated nowhere cost nothing."""
+    policy: `coupjax.seat_tables.capacities`) lets a policy seated nowhere cost nothing.
+    ``devices`` (default one): the games split into one contiguous part per device
+    (`coupjax.devices.shard`; ``capacity`` is then per device's part); a game's counts
+    depend on its key and seats alone, so they do not change."""
     n = env.num_players
     T = tables(n)
 
@@ -55,7 +63,15 @@ def make_rate_runner(env, policy_list):
                                  tally=reaction_tally(T, n), aux=zeros)
         return counts, c.state.terminated
 
-    return jax.jit(_run, static_argnames="capacity")
+    devs = list(devices or [])
+    if len(devs) <= 1:
+        return jax.jit(_run, static_argnames="capacity")
+    mesh = data_mesh(devs)
+
+    def sharded(keys, idx, capacity):
+        return shard(functools.partial(_run, capacity=capacity), mesh, P("data"), P("data"))(keys, idx)
+
+    return jax.jit(sharded, static_argnames="capacity")
 
 
 def summarize(counts: dict) -> dict:
@@ -72,29 +88,39 @@ def summarize(counts: dict) -> dict:
 def reaction_rates(env, specs: list[str], games: int, seed: int, opponents: str | None = None,
                    chunk: int = 1000) -> dict:
     """spec -> role -> counts and rates (module doc), every spec in the same seat of the
-    same ``games`` tables of ``seed``."""
+    same ``games`` tables of ``seed``.
+
+    Every spec's tables are played interleaved (`evals.lib.play.interleave`) in calls
+    of ``chunk`` games split over `jax.devices()`: one compilation for all specs, both
+    cores busy, each policy computed only where it sits."""
     n = env.num_players
     seats, opp, opp_specs = condition_tables(games, n, seed, opponents)
     entries = list(dict.fromkeys(list(opp_specs) + list(specs)))
-    run = make_rate_runner(env, [resolve_policy(s, env) for s in entries])
-    chunk = min(chunk, bucket_size(games))
+    devices = jax.devices()
+    D = len(devices)
+    run = make_rate_runner(env, [resolve_policy(s, env) for s in entries], devices)
     keys_all = np.asarray(game_keys(seed, 0, games))
     opp_idx = np.asarray([entries.index(x) for x in opp_specs], np.int32)[opp]
-    out = {}
-    for spec in specs:
-        idx = seat_index(seats, opp_idx, entries.index(spec), n)
-        starts = range(0, games, chunk)
-        capacity = tuple(np.max([capacities(pad_rows(idx[s:s + chunk], chunk), len(entries)) for s in starts], axis=0))
-        totals = {k: np.zeros(rules.NUM_ROLES, np.int64) for k in COUNTS}
-        for start in starts:
-            rows = slice(start, min(start + chunk, games))
-            real = rows.stop - rows.start
-            k, i = pad_rows(keys_all[rows], chunk), pad_rows(idx[rows], chunk)
-            counts, done = jax.device_get(run(jnp.asarray(k), jnp.asarray(i), tuple(int(c) for c in capacity)))
-            if not np.asarray(done)[:real].all():
-                raise RuntimeError("a game did not finish within the arena's step bound")
-            at = np.arange(real)
-            for key in COUNTS:
-                totals[key] += np.asarray(counts[key])[at, seats[rows]].sum(axis=0)
-        out[spec] = summarize(totals)
-    return out
+    groups = [seat_index(seats, opp_idx, entries.index(spec), n) for spec in specs]
+    order = interleave(groups)  # (spec, table) rows
+    idx = np.stack([groups[g][r] for g, r in order])
+    keys = keys_all[order[:, 1]]
+    rows = len(order)
+    chunk = -(-min(chunk, bucket_size(rows)) // D) * D  # every device the same number of games
+    part = chunk // D
+    capacity = tuple(int(c) for c in np.max([capacities(pad_rows(idx[s:s + part], part), len(entries))
+                                             for s in range(0, rows, part)], axis=0))
+    totals = [{k: np.zeros(rules.NUM_ROLES, np.int64) for k in COUNTS} for _ in specs]
+    for start in range(0, rows, chunk):
+        at = slice(start, min(start + chunk, rows))
+        real = at.stop - at.start
+        k, i = pad_rows(keys[at], chunk), pad_rows(idx[at], chunk)
+        counts, done = jax.device_get(run(jnp.asarray(k), jnp.asarray(i), capacity))
+        if not np.asarray(done)[:real].all():
+            raise RuntimeError("a game did not finish within the arena's step bound")
+        spec_of, seat = order[at, 0], seats[order[at, 1]]
+        for key in COUNTS:
+            mine = np.asarray(counts[key])[np.arange(real), seat]  # [real, 5]: the tested seat's
+            for g in range(len(specs)):
+                totals[g][key] += mine[spec_of == g].sum(axis=0)
+    return {spec: summarize(totals[g]) for g, spec in enumerate(specs)}

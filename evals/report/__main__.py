@@ -1,6 +1,6 @@
 """The evaluation suite and its report: every policy and advisor on the same games.
 
-    python -m evals.report --config configs/eval.yaml --out DIR [--resume] [--no-wandb] [--quiet]
+    python -m evals.report --config configs/eval.yaml --out DIR [--resume] [--only STAGE[,STAGE]] [--no-wandb] [--quiet]
     python -m evals.report --config configs/eval.yaml --final [--runs DIR] [--seeds S ...] [--results FILE]
 
 Reads the design matrix (`evals.report.config`; a wrong key or value, or a tuning seed,
@@ -9,9 +9,17 @@ stops it with a one-line error and exit status 2), plays every cell of it in
 finishes; ``--resume`` reuses stored cells of the same config), then writes
 ``DIR/report.md`` (the headline tables and the figures), ``DIR/report.json`` (every
 figure with its raw counts; `evals.report.results`), ``DIR/figures/*.png``,
-``DIR/config.yaml`` and ``DIR/meta.json`` (versions, git commit, time by stage), and
-logs a W&B run (offline unless ``WANDB_MODE`` says otherwise) with the figures and
-the folder as an artifact.
+``DIR/config.yaml`` and ``DIR/meta.json`` (versions, git commit, the seconds of every
+stage and cell), and logs a W&B run (offline unless ``WANDB_MODE`` says otherwise) with
+the figures and the folder as an artifact.
+
+While it runs it prints one plain line per stage and per cell, with the time left, and
+a line at least every 20 seconds (`evals.report.progress`; Rich's bars in a terminal).
+``--only seat,advice`` plays those stages afresh and takes every other stage's cells
+from ``DIR/cells`` (a stage not all stored there is left out of the report): one stage
+re-run while working on it.  The stages, in the order they run: `STAGES`; with
+``--final`` its trained runs always play after them (``--only final``: no matrix cell
+is played, every one is taken from the folder).
 
 ``--final`` (`evals.report.final`) plays the matrix on held-out seeds instead of the
 config's (``--seeds``, default the first as many of `coupjax.seeds.HELD_OUT_SEEDS`; each
@@ -22,6 +30,7 @@ look recorded in the ledger), then the runs ``python -m evals.experiments`` trai
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -35,7 +44,23 @@ from coupjax.args import Parser, fail, positive_int, require_extra
 from evals.report.config import EvalConfigError, load_config
 
 PROG = "python -m evals.report"
-STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advisor", "scenarios")
+STAGES = ("seat", "search", "players", "crossplay", "mixed", "positions", "advisor", "advice", "advice_search",
+          "reactions", "probes", "scenarios")  # evals.report.suite.STAGES' names (a test keeps the two equal)
+
+
+def parse_only(text: str | None, final: bool) -> set | None:
+    """``--only``'s stages (None: every stage); an unknown name is one line of error."""
+    if text is None:
+        return None
+    known = (*STAGES, "final") if final else STAGES
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names:
+        fail(PROG, f"--only needs stage names, one or more of {', '.join(known)}")
+    for x in names:
+        if x not in known:
+            extra = " (with --final)" if x == "final" else ""
+            fail(PROG, f"--only: no stage {x!r}{extra}; the stages: {', '.join(known)}")
+    return set(names)
 
 
 def git_commit() -> str:
@@ -58,16 +83,28 @@ def versions() -> dict:
     return out
 
 
-def stage_times(timings: dict, cpu: dict) -> dict:
-    """stage -> wall seconds, CPU seconds (cells computed in this run) and cells."""
+def stage_times(timings: dict, cpu: dict, reused=(), wall: dict | None = None) -> dict:
+    """stage -> ``seconds`` (its cells' seconds, as recorded when each was computed),
+    ``cpu_seconds`` (cells computed in this run), ``cells``, ``cells_reused`` and, for a
+    stage played in this run, ``wall_seconds`` (the stage from start to end)."""
     out = {}
     for name, sec in timings.items():
         stage = name.split("/")[0]
-        d = out.setdefault(stage, {"seconds": 0.0, "cpu_seconds": 0.0, "cells": 0})
+        d = out.setdefault(stage, {"seconds": 0.0, "cpu_seconds": 0.0, "cells": 0, "cells_reused": 0})
         d["seconds"] += sec
         d["cpu_seconds"] += cpu.get(name, 0.0)
         d["cells"] += 1
+        d["cells_reused"] += name in reused
+    for stage, sec in (wall or {}).items():
+        if stage in out:
+            out[stage]["wall_seconds"] = sec
     return out
+
+
+def cell_times(timings: dict, cpu: dict, reused=()) -> dict:
+    """cell -> ``seconds`` (when computed), ``cpu_seconds`` (this run) and ``reused``."""
+    return {name: {"seconds": sec, "cpu_seconds": cpu.get(name), "reused": name in reused}
+            for name, sec in timings.items()}
 
 
 def log_wandb(out: Path, rep: dict, figures: list, meta: dict, cfg_dict: dict) -> str | None:
@@ -140,7 +177,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="output folder (required unless --final)")
     ap.add_argument("--resume", action="store_true", help="reuse the cells already stored in --out")
     ap.add_argument("--no-wandb", action="store_true", help="do not log a W&B run")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--only", default=None, metavar="STAGE[,STAGE]",
+                    help=f"play these stages afresh, take the others' cells from --out ({', '.join(STAGES)}; "
+                         "final with --final)")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
     ap.add_argument("--host-devices", type=int, default=None,
                     help="XLA CPU devices to split the host into (default: one per core; results do not depend on it)")
     ap.add_argument("--final", action="store_true",
@@ -155,6 +195,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if not args.final and (args.seeds or args.results):
         fail(PROG, "--seeds and --results belong to --final (a report on held-out seeds)")
+    only = parse_only(args.only, args.final)
     final = prepare_final(args) if args.final else None
     if args.out is None:
         fail(PROG, "--out is required (a folder for the report)")
@@ -169,13 +210,37 @@ def main(argv=None) -> int:
         fail(PROG, err)
     if args.out.exists() and not args.out.is_dir():
         fail(PROG, f"--out {str(args.out)!r} exists and is not a folder")
-    if not args.resume and (args.out / "cells").is_dir() and any((args.out / "cells").iterdir()):
-        fail(PROG, f"--out {str(args.out)!r} already holds cells of a report; pass --resume to continue it or "
-                   "choose another folder")
+    if not args.resume and only is None and (args.out / "cells").is_dir() and any((args.out / "cells").iterdir()):
+        fail(PROG, f"--out {str(args.out)!r} already holds cells of a report; pass --resume to continue it, "
+                   "--only STAGE to play some stages again, or choose another folder")
+    with stage_log(args.quiet) as (log, progress):
+        return report(args, cfg, final, only, log, progress)
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+@contextlib.contextmanager
+def stage_log(quiet: bool):
+    """(`evals.report.progress.StageLog`, Rich's bars or None): plain lines and a
+    heartbeat on stderr in a file; in a terminal the lines above Rich's live bars."""
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from coupjax import console
+    from evals.report.progress import Silent, StageLog
+
+    if quiet:
+        yield Silent(), None
+        return
+    err = console.console(stderr=True)
+    if not err.is_terminal:
+        with StageLog(err) as log:
+            yield log, None
+        return
+    with console.progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                          to=err, transient=True) as progress, StageLog(progress.console, heartbeat=None) as log:
+        yield log, progress
+
+
+def report(args, cfg, final, only, log, progress) -> int:
+    """The report of the module doc, after its checks."""
     from evals.report import figures as F
     from evals.report import markdown
     from evals.report import results
@@ -188,22 +253,29 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cfg_dict = cfg.to_dict()
     (out / "config.yaml").write_text(yaml.safe_dump(cfg_dict, sort_keys=False))
-    store = CellStore(out, cfg_dict, args.resume)
-    console = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=args.quiet, transient=True) as progress:
-        res = Suite(cfg, store, progress).run()
+    store = CellStore(out, cfg_dict, args.resume, only=None if only is None else only - {"final"}, log=log)
+    log.line(f"report of {args.config} into {out}" + (f", only {', '.join(sorted(only))}" if only else ""))
+    suite = Suite(cfg, store, progress, log)
+    if final and suite.left_out():
+        fail(PROG, f"--final --only: docs/results.md needs every stage, and {out} holds no cells of "
+                   f"{', '.join(suite.left_out())} for these seeds; add them to --only")
+    res = suite.run()
     t_play = time.perf_counter() - t0
-    rep = results.build(cfg, res)
+    with log.stage("results"):
+        rep = results.build(cfg, res)
     t_results = time.perf_counter() - t0 - t_play
-    figures = F.draw_all(rep, out / "figures", cfg.num_players)
+    with log.stage("figures"):
+        figures = F.draw_all(rep, out / "figures", cfg.num_players)
     t_figures = time.perf_counter() - t0 - t_play - t_results
     import jax
 
     meta = {"config_path": str(args.config), "out": str(out), "git_commit": git_commit(), "versions": versions(),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores", "devices": len(jax.devices()),
+            "only": sorted(only) if only else None,
             "seconds_results": t_results, "seconds_figures": t_figures, "load_average_start": load0,
-            "load_average_end": os.getloadavg(), "seconds_play": t_play, "stages": stage_times(store.timings, store.cpu),
+            "load_average_end": os.getloadavg(), "seconds_play": t_play,
+            "stages": stage_times(store.timings, store.cpu, store.reused, suite.stage_seconds),
+            "cells": cell_times(store.timings, store.cpu, store.reused),
             "cells_reused": store.reused, "figures": figures}
     meta["seconds_total"] = time.perf_counter() - t0
     rep["meta"] = meta
@@ -213,8 +285,9 @@ def main(argv=None) -> int:
         from evals.report import final as FIN
 
         t1 = time.perf_counter()
-        rep["final"] = FIN.play_final(final["experiments"], args.runs, final["seeds"], cfg.num_players,
-                                      n_boot=args.boot, batch=cfg.batch)
+        with log.stage("final"):
+            rep["final"] = FIN.play_final(final["experiments"], args.runs, final["seeds"], cfg.num_players,
+                                          n_boot=args.boot, batch=cfg.batch)
         meta["seconds_final"] = time.perf_counter() - t1
         meta["seconds_total"] = time.perf_counter() - t0
         rep["meta"] = meta
@@ -230,7 +303,8 @@ def main(argv=None) -> int:
         print(f"wrote {args.results} (final runs {meta['seconds_final']:.0f} s)")
     (out / "report.md").write_text(markdown.render(rep, cfg, meta))
     if not args.no_wandb:
-        meta["wandb_dir"] = log_wandb(out, rep, figures, meta, cfg_dict)
+        with log.stage("wandb"):
+            meta["wandb_dir"] = log_wandb(out, rep, figures, meta, cfg_dict)
         meta["seconds_with_wandb"] = time.perf_counter() - t0
         (out / "meta.json").write_text(json.dumps(meta, indent=1))
     stages = ", ".join(f"{k} {v['seconds']:.0f}" for k, v in meta["stages"].items())

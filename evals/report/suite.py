@@ -30,6 +30,8 @@ Every table is played in `coupjax.seat_tables`'s loop (`evals.lib.play`).
 """
 from __future__ import annotations
 
+import time
+
 import jax
 import numpy as np
 
@@ -41,12 +43,14 @@ from evals.report import positions
 from evals.report import decision_benchmark
 from evals.lib import stats as ST
 from evals.lib.advisor.metrics import AdvisorRecorder
+from evals.report.cells import CellMissing
 from evals.lib.paired import play_paired
 from evals.lib.probes import probe
 from evals.lib.reactions import reaction_rates
 from evals.lib.play import (TablePlayer, condition_weights, draw_condition_tables, interleave, seat_rows,
                                slots_per_device)
 from evals.lib.policies import build_policies, fits_table
+from evals.report.progress import Silent
 
 CROSS_SLICE = 500  # cross-play tables per ordered pair in one cell
 MIXED_SLICE = 5000
@@ -72,12 +76,21 @@ def table_keys(seed: int, stream: int, count: int):
     return seat_tables.game_keys(jax.random.fold_in(jax.random.PRNGKey(seed), stream), 0, count)
 
 
-class Suite:
-    """Runs the cells of one config into a `evals.report.cells.CellStore`."""
+# stage (the first part of its cells' names, ``--only``'s words) -> the key of `Suite.run`'s dict, in run order
+STAGES = {"seat": "seat", "search": "search", "players": "players", "crossplay": "cross", "mixed": "mixed",
+          "positions": "positions", "advisor": "advisor", "advice": "advice", "advice_search": "advice_search",
+          "reactions": "reactions", "probes": "probes", "scenarios": "scenarios"}
 
-    def __init__(self, cfg, store, progress=None):
+
+class Suite:
+    """Runs the cells of one config into a `evals.report.cells.CellStore`; ``progress``:
+    Rich's bars per cell (a terminal), ``log``: an `evals.report.progress.StageLog`."""
+
+    def __init__(self, cfg, store, progress=None, log=None):
         self.cfg, self.store, self.progress = cfg, store, progress
+        self.log = log if log is not None else Silent()
         self._envs, self._players = {}, {}
+        self.stage_seconds: dict[str, float] = {}  # wall seconds of each stage played in this run
 
     # ------------------------------------------------------------ helpers
     def env(self, n: int) -> Env:
@@ -114,7 +127,14 @@ class Suite:
                 groups = [seat_tables.seat_index(seats, opp, base + i, n) for i in range(len(tested))]
                 idx = np.stack([groups[g][r] for g, r in interleave(groups)])
                 caps.append(TablePlayer.capacities_of(idx, len(entries), slots_per_device(batch)))
-            player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(np.max(caps, axis=0)),
+            # a bot the conditions can seat serves at least a few games per iteration: the
+            # shares above come from other tables than a small cell's, and a seated entry
+            # with no capacity would never move (its game, and the loop, would never end)
+            cap = np.max(caps, axis=0)
+            seatable = np.array([any(condition_weights(c)[i] > 0 for c in self.cfg.conditions) for i in range(base)])
+            floor = min(8, slots_per_device(batch))
+            cap[:base] = np.where(seatable, np.maximum(cap[:base], floor), cap[:base])
+            player = TablePlayer(env, entries, None, batch=batch, capacity=tuple(int(c) for c in cap),
                                  queue=queue_size(games * len(tested), batch))
             self._players[key] = (player, tested)
         return self._players[key]
@@ -446,10 +466,66 @@ class Suite:
 
         return {label: self.store.cell(f"probes/{label}", lambda x=label: compute(x)) for label in cfg.exploit_probes}
 
+    def plan(self) -> dict:
+        """stage -> the names of its cells, in the order they run (empty: a stage the
+        config turns off); the names each stage's method stores its cells under."""
+        cfg, n = self.cfg, self.cfg.num_players
+        grid = [(c, s) for c in cfg.conditions for s in cfg.seeds]
+        cross = self.labels_for(n, cfg.cross_labels)
+        out = {"seat": [f"seat/n{n}/{c}/s{s}" for c, s in grid],
+               "search": [f"search/{c}/s{s}" for c, s in grid]
+               if cfg.search_games and self.labels_for(n, list(cfg.search_policies)) else [],
+               "players": [f"players/n{k}/{c}" for k in cfg.player_counts if k != n for c in cfg.conditions]
+               if cfg.player_count_games else [],
+               "crossplay": [f"crossplay/part{i}" for i in range(-(-cfg.cross_play_games // CROSS_SLICE))]
+               if cross else [],
+               "mixed": [f"mixed/part{i}" for i in range(-(-cfg.mixed_games // MIXED_SLICE))] if len(cross) >= n else [],
+               "positions": [f"positions/{c}/s{s}" for c, s in grid] if cfg.position_games else [],
+               "advisor": [f"advisor/{c}/s{s}" for c, s in grid] if cfg.advisor_games else [],
+               "advice": [f"advice/{c}" for c in cfg.conditions] if cfg.advice_bases and cfg.advice_games else [],
+               "advice_search": [f"advice_search/{c}" for c in cfg.conditions]
+               if cfg.advice_search_bases and cfg.advice_search_games else [],
+               "reactions": [f"reactions/{c}" for c in cfg.conditions]
+               if cfg.reaction_policies and cfg.reaction_games else [],
+               "probes": [f"probes/{x}" for x in cfg.exploit_probes] if cfg.probe_games else [],
+               "scenarios": ["scenarios"] if cfg.scenarios else []}
+        return out
+
+    def left_out(self) -> list:
+        """The stages `run` would leave out: outside the store's ``only`` and not all stored."""
+        only = self.store.only
+        if only is None:
+            return []
+        return [stage for stage, names in self.plan().items()
+                if stage not in only and not all(self.store.stored(x) for x in names)]
+
     def run(self) -> dict:
+        """Every stage's cells (`STAGES`' keys); a stage outside the store's ``only`` whose
+        cells are not all stored is left out (empty) with a line saying so."""
         assert all(c in CONDITIONS for c in self.cfg.conditions)
-        return {"seat": self.seat_cells(), "search": self.search_cells(), "players": self.player_cells(),
-                "cross": self.cross_cells(), "mixed": self.mixed_cells(), "positions": self.position_cells(),
-                "advisor": self.advisor_cells(), "advice": self.advice_cells(),
-                "advice_search": self.advice_cells(search=True), "reactions": self.reaction_cells(),
-                "probes": self.probe_cells(), "scenarios": self.scenario_cell()}
+        methods = {"seat": self.seat_cells, "search": self.search_cells, "players": self.player_cells,
+                   "crossplay": self.cross_cells, "mixed": self.mixed_cells, "positions": self.position_cells,
+                   "advisor": self.advisor_cells, "advice": self.advice_cells,
+                   "advice_search": lambda: self.advice_cells(search=True), "reactions": self.reaction_cells,
+                   "probes": self.probe_cells, "scenarios": self.scenario_cell}
+        only = self.store.only
+        out = {}
+        for stage, names in self.plan().items():
+            key = STAGES[stage]
+            stored = sum(self.store.stored(x) for x in names) if only is None or stage not in only else 0
+            if not names:
+                out[key] = {}
+                continue
+            if only is not None and stage not in only and stored < len(names):
+                self.log.line(f"{stage}: left out ({stored} of {len(names)} cells stored; --only {stage} plays it)")
+                out[key] = {}
+                continue
+            t0 = time.perf_counter()
+            with self.log.stage(stage, len(names), stored):
+                try:
+                    out[key] = methods[stage]()
+                except CellMissing:  # a cell stored when counted, unreadable when loaded
+                    self.log.line(f"{stage}: left out (a stored cell could not be read; --only {stage} plays it)")
+                    out[key] = {}
+            self.stage_seconds[stage] = time.perf_counter() - t0
+        return out
