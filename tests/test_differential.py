@@ -200,7 +200,6 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
     return stats
 
 
-@pytest.mark.usefixtures("optimized_xla")
 def test_differential_four_players_400_games():
     """Each game is checked step by step against the Python model, so the cost is the
     model's and grows with the games: 400 reach every kind of step (forfeits, capped
