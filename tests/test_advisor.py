@@ -293,7 +293,6 @@ def test_belief_ev_reads_only_its_observation():
 
 
 # ---------------------------------------------------------------- advisor_quality
-@pytest.mark.usefixtures("optimized_xla")
 def test_advisor_quality_small_run(tmp_path):
     from evals import advisor_quality
 

@@ -200,8 +200,20 @@ def run_differential(num_players: int, num_games: int, seed: int, illegal_rate=0
     return stats
 
 
+def test_differential_four_players_400_games():
+    """Each game is checked step by step against the Python model, so the cost is the
+    model's and grows with the games: 400 reach every kind of step (forfeits, capped
+    games, draws fixed by the dealt order) in the quick tier."""
+    stats = run_differential(4, 400, seed=0)
+    assert stats["forfeits"] > 40
+    assert stats["capped"] >= 10
+    assert stats["ordered_draws"] > 40  # draws whose card the dealt deck order fixes
+
+
+@pytest.mark.slow
 @pytest.mark.usefixtures("optimized_xla")
 def test_differential_four_players_2000_games():
+    """Quick twin: test_differential_four_players_400_games."""
     stats = run_differential(4, 2000, seed=0)
     assert stats["forfeits"] > 200
     assert stats["capped"] >= 50

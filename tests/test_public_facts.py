@@ -32,7 +32,7 @@ DEFAULT = posterior.PosteriorParams()
 SEARCH = posterior.PosteriorParams(0.98, 0.02, 0.98, 0.02)
 LIKELIHOODS = {"default": DEFAULT, "search": SEARCH}
 WORLDS = 4  # per decision and likelihood setting
-QUICK_GAMES, QUICK_SEED = 300, 11
+QUICK_GAMES, QUICK_SEED = 150, 11
 
 
 # --------------------------------------------------------------------------- random matches
