@@ -197,7 +197,11 @@ json.dump(reaction_rates(Env(4), ["aggressive", "honest"], 40, 5, chunk=32), ope
 def test_reaction_rates_split_over_two_devices_count_the_same(tmp_path):
     """Every spec's tables in one interleaved queue, split over two host devices (as the
     report runs on a 2-core CPU), give one device's counts, spec by spec in calls of 32
-    games.  Quick twin: tests/test_reaction_rates.py (the counts against the arena's)."""
+    games.
+
+    Quick twin: test_the_challenge_opportunities_per_role_add_up_to_the_arenas_count (in
+    tests/test_reaction_rates.py: the counts against the arena's, one device).
+    """
     from coupjax.env import Env
     from evals.lib.reactions import reaction_rates
 

@@ -2,7 +2,8 @@
 
 ``python -m training.profile_chunk --config configs/selfplay_cpu.yaml [--updates 10]``
 times, at the config's shapes (games per device, ``rollout_steps``, network sizes,
-league), each piece jitted on its own and measured side by side under the same load:
+league), each piece jitted on its own and measured side by side under the same load
+(its runs on selfplay_cpu: docs/experiments/history/2026-12-03-training-chunk-profile.md):
 
 * ``engine``: ``rollout_steps`` auto-reset engine steps of one device's games with a
   uniform legal action (`Env.step_autoreset`, no policy);

@@ -19,7 +19,7 @@ import json
 
 from coupjax import rules
 from coupjax.events import FieldError, const, integer, list_of, one_of, record
-from coupjax.jsonlines import ReplayError, json_line
+from coupjax.jsonlines import ReplayError, json_line, loads
 from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"
@@ -104,8 +104,8 @@ def with_names(data: bytes, names) -> bytes:
     """A seat record's bytes with the players' ``names`` in its header (a download that
     keeps them); anything else (a full match, a header that has names) as it was."""
     first, sep, rest = data.partition(b"\n")
-    try:
-        head = json.loads(first)
+    try:  # the bounded parser: a saved file may be anything (60,000 '[' overflowed json.loads)
+        head = loads(first.decode("utf-8"), "record", 1)
     except ValueError:
         return data
     if type(head) is not dict or head.get("type") != SEAT_RECORD or "names" in head or not names:
@@ -122,7 +122,7 @@ def names_of(data: bytes) -> list[str] | None:
     """The ``names`` of a seat record's header, if it has valid ones."""
     first = data.partition(b"\n")[0]
     try:
-        head = json.loads(first)
+        head = loads(first.decode("utf-8"), "record", 1)
         check_header(head)
     except (ValueError, FieldError):
         return None
