@@ -321,21 +321,14 @@ def run_psro(cfg: PSROConfig, run_dir, resume: bool = False, use_wandb: bool = T
 
 # ------------------------------------------------------------------ CLI
 def main(argv=None) -> int:
-    from coupjax.args import Parser, fail, positive_int
+    from coupjax.args import fail
     from coupjax.devices import use_host_cores
-    from training.runs import RunDirError
+    from training.runs import RunDirError, run_parser
 
     prog = "python -m training.psro"
-    ap = Parser(prog=prog, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", required=True, help="PSRO config (YAML, e.g. configs/psro_cpu.yaml)")
-    ap.add_argument("--run-dir", required=True, help="directory of the oracles' runs and psro.json")
-    ap.add_argument("--resume", action="store_true", help="continue the run in --run-dir")
-    ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    ap.add_argument("--quiet", action="store_true", help="no progress bars; JSON lines of figures")
-    ap.add_argument("--host-devices", type=positive_int, default=None,
-                    help="on a CPU, XLA devices to split it into for the data-parallel step "
-                         "(default: one per core, as training.train; coupjax.devices)")
+    ap = run_parser(prog, __doc__.split("\n\n")[0], "PSRO config (YAML, e.g. configs/psro_cpu.yaml)",
+                    "directory of the oracles' runs and psro.json",
+                    "continue the run in --run-dir", quiet_help="no progress bars; JSON lines of figures")
     args = ap.parse_args(argv)
     try:
         cfg = load_psro_config(args.config, args.set)

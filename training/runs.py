@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from coupjax.args import Parser, positive_int
 from coupjax.seat_tables import play_tables
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import REPORT_SEED
@@ -112,3 +113,21 @@ def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
     if diff:
         raise RunDirError(f"--resume: the run in {str(run_dir)!r} was made with another config "
                           f"(keys {', '.join(diff)} differ)")
+
+
+def run_parser(prog: str, description: str, config_help: str, run_dir_help: str, resume_help: str,
+               quiet_help: str = "no progress bars") -> Parser:
+    """The flags every training command takes (config, run directory, resume, W&B,
+    overrides, quiet, host devices), defined once so that the three commands
+    (`training.train`, `training.psro`, `training.exploiter_league`) read alike."""
+    ap = Parser(prog=prog, description=description)
+    ap.add_argument("--config", required=True, help=config_help)
+    ap.add_argument("--run-dir", required=True, help=run_dir_help)
+    ap.add_argument("--resume", action="store_true", help=resume_help)
+    ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    ap.add_argument("--quiet", action="store_true", help=quiet_help)
+    ap.add_argument("--host-devices", type=positive_int, default=None,
+                    help="on a CPU, XLA devices to split it into for the data-parallel step "
+                         "(default: one per core; 1: one device; see coupjax.devices)")
+    return ap

@@ -34,14 +34,14 @@ from pathlib import Path
 import numpy as np
 
 from coupjax import compile_cache, distributed
-from coupjax.args import Parser, fail, positive_int, rate, seconds
+from coupjax.args import fail, rate, seconds
 from coupjax.console import console
 from coupjax.devices import use_host_cores
 from coupjax.policies.spec import describe_spec, locate
 from training.config import (BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config,
                              resolve_pool)
 from training.runs import (RESUME_FREE_KEYS, RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics,
-                           progress_bar)
+                           progress_bar, run_parser)
 
 
 # ------------------------------------------------------------------ the algorithms
@@ -234,16 +234,9 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
 
 # ------------------------------------------------------------------ CLI
 def parse_args(argv=None):
-    ap = Parser(prog="python -m training.train", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", required=True, help="YAML config file (configs/*.yaml)")
-    ap.add_argument("--run-dir", required=True, help="directory for checkpoints, export, W&B files, summary")
-    ap.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --run-dir")
-    ap.add_argument("--no-wandb", action="store_true", help="do not log to Weights & Biases")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    ap.add_argument("--host-devices", type=positive_int, default=None,
-                    help="on a CPU, XLA devices to split it into for the data-parallel step "
-                         "(default: one per core; 1: one device; see coupjax.devices)")
+    ap = run_parser("python -m training.train", __doc__.split("\n\n")[0], "YAML config file (configs/*.yaml)",
+                    "directory for checkpoints, export, W&B files, summary",
+                    "continue from the latest checkpoint in --run-dir", quiet_help="no progress bar")
     distributed.add_flags(ap)
     args = ap.parse_args(argv)
     problem = distributed.check_flags(args)
