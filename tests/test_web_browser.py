@@ -308,14 +308,20 @@ def scripted_match(seed: int, hand=("duke", "duke"), first: int = 1, max_steps: 
 
 
 # ------------------------------------------------------------------ the quick test
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    games = tmp_path_factory.mktemp("browser") / "games"
+def serve_games(tmp_path_factory, name: str, search: bool):
+    """A `Server` on a fresh games folder for one test module, stopped and cleaned after
+    it (the body of each browser module's ``server`` fixture)."""
+    games = tmp_path_factory.mktemp(name) / "games"
     games.mkdir()
-    srv = Server(games, search=False)
+    srv = Server(games, search=search)
     yield srv
     srv.stop()
     shutil.rmtree(games, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    yield from serve_games(tmp_path_factory, "browser", search=False)
 
 
 def test_taps_a_warning_corrected_advice_undo_and_reload(server, browser):

@@ -6,26 +6,20 @@ search) per module; the driver is `tests/test_web_browser.py`'s.
 """
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from coupjax.tracker import Tracker, public_view
-from tests.test_web_browser import (DESKTOP, PHONE, Server, answer, bad_words, browser, check_first_screen,  # noqa: F401
+from tests.test_web_browser import (DESKTOP, PHONE, answer, bad_words, browser, check_first_screen,  # noqa: F401
                                     choice, enter_event, open_page, scripted_match, small_targets, start_table,
-                                    steps_shown, tap)
+                                    serve_games, steps_shown, tap)
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    games = tmp_path_factory.mktemp("flows") / "games"
-    games.mkdir()
-    srv = Server(games, search=True)
-    yield srv
-    srv.stop()
-    shutil.rmtree(games, ignore_errors=True)
+    yield from serve_games(tmp_path_factory, "flows", search=True)
 
 
 def game_id(page) -> str:

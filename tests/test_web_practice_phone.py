@@ -6,24 +6,18 @@ tests/test_web_browser.py)."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.test_web_browser import PHONE, Server, browser, open_page, start_table, tap  # noqa: F401 - a fixture
+from tests.test_web_browser import PHONE, browser, serve_games, open_page, start_table, tap  # noqa: F401 - a fixture
 
 OPPONENTS = {1: "honest", 2: "aggressive", 3: "random"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    games = tmp_path_factory.mktemp("practice-phone") / "games"
-    games.mkdir()
-    srv = Server(games, search=False)
-    yield srv
-    srv.stop()
-    shutil.rmtree(games, ignore_errors=True)
+    yield from serve_games(tmp_path_factory, "practice-phone", search=False)
 
 
 def first_screen(page, selector) -> bool:
