@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from coupjax.policies.advised import make_advised, parse_arg
 from coupjax.search.config import SearchConfig, default_config
-from coupjax.search.policy import make_batched_decider
+from coupjax.search.policy import make_batched_decider, pooled_under_vmap
 from coupjax.search.sampled_worlds import raw_key
 
 PAGE_MODE = "expected"  # coupjax.tracker.seat_report.advice's default, which the page uses
@@ -41,23 +41,11 @@ def make_search_values(env, config: SearchConfig | None = None):
     def search_key(key):  # the page's: `coupjax.search.action_values.advice_function` splits its key so
         return jax.random.split(raw_key(key))[0]
 
-    @jax.jit
-    def one(key, state):
-        _, res = decide(search_key(key)[None], jax.tree.map(lambda x: x[None], state))
-        return jax.tree.map(lambda x: x[0], dense(res))
+    def batched(keys, states):
+        _, res = decide(jax.vmap(search_key)(keys), states)
+        return dense(res)
 
-    @jax.custom_batching.custom_vmap
-    def values(key, state):
-        return one(key, state)
-
-    @values.def_vmap
-    def _rule(axis_size, in_batched, key, state):
-        kb, sb = in_batched
-        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))  # noqa: E731
-        keys = grow(raw_key(key), kb)
-        _, res = decide(jax.vmap(search_key)(keys), jax.tree.map(grow, state, sb))
-        return dense(res), (True, True, True)
-
+    values = pooled_under_vmap(batched)
     return values
 
 

@@ -104,33 +104,41 @@ class _Row(NamedTuple):
     best_share: jax.Array
 
 
+def pooled_under_vmap(batched):
+    """``f(key, state)`` from ``batched(raw_keys [B], states [B]) -> outputs [B]``: called
+    on one state it runs a batch of one; under `jax.vmap` it runs the whole batch in one
+    call (`jax.custom_batching.custom_vmap`), so a search pools its work queue.
+
+    The primal goes through `jax.jit` so that its traced body closes over no array
+    constants: custom_vmap hands a primal's constants to the primitive as operands, and
+    a vmapped `lax.switch` (policies.make_table_runner) batches every operand, which
+    custom_vmap rejects."""
+
+    @jax.jit
+    def one(key, state):
+        out = batched(raw_key(key)[None], jax.tree.map(lambda x: x[None], state))
+        return jax.tree.map(lambda x: x[0], out)
+
+    @jax.custom_batching.custom_vmap
+    def f(key, state):
+        return one(key, state)
+
+    @f.def_vmap
+    def _rule(axis_size, in_batched, key, state):
+        kb, sb = in_batched
+        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))  # noqa: E731
+        out = batched(grow(raw_key(key), kb), jax.tree.map(grow, state, sb))
+        return out, jax.tree.map(lambda _: True, out)
+
+    return f
+
+
 def make_search_policy(env, mode: str, config: SearchConfig = DEFAULT_CONFIG) -> Policy:
     """The policy ``policy(key, state) -> logits`` of ``mode``.  Called on one state it
     searches that state; under `jax.vmap` it searches the whole batch in one pooled
     work queue (`jax.custom_batching.custom_vmap`), with the same result per state."""
     decide = make_batched_decider(env, mode, config)
-
-    @jax.jit
-    def one(key, state):
-        logits, _ = decide(raw_key(key)[None], jax.tree.map(lambda x: x[None], state))
-        return logits[0]
-
-    # The primal goes through `jax.jit` so that its traced body closes over no array
-    # constants: custom_vmap hands a primal's constants to the primitive as operands, and
-    # a vmapped `lax.switch` (policies.make_table_runner) batches every operand, which
-    # custom_vmap rejects.
-    @jax.custom_batching.custom_vmap
-    def policy(key, state):
-        return one(key, state)
-
-    @policy.def_vmap
-    def _rule(axis_size, in_batched, key, state):
-        kb, sb = in_batched
-        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size,) + jnp.shape(x))  # noqa: E731
-        key = grow(raw_key(key), kb)
-        state = jax.tree.map(grow, state, sb)
-        logits, _ = decide(key, state)
-        return logits, True
+    policy = pooled_under_vmap(lambda keys, states: decide(keys, states)[0])
 
     def search_policy(key, state):
         return policy(key, state)
