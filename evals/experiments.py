@@ -14,10 +14,11 @@ machine (the config's ``estimate`` rates; a finished item shows its measured tim
 * ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
   (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
   record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
-  every training seed with every ``exploit.br_seeds``; ``exploit.one_seed_families`` on
+  every training seed with every ``exploit.br_seeds`` (one list, or a list per training
+  seed: seeds added later get best-response seeds of their own); ``exploit.one_seed_families`` on
   the first training seed only, of the labels ``exploit.one_seed_configs`` (default: all
   of ``exploit.configs``), with the seeds ``exploit.one_seed_br_seeds`` (default:
-  ``exploit.br_seeds``).
+  the first training seed's ``exploit.br_seeds``).
 
 Resumable: a finished item (a run with its export and a complete summary, a best
 response's JSON) is skipped; a cut run resumes from its last checkpoint (the trainer's
@@ -146,7 +147,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
             _fail(f"config key configs.{label}: {cfg.algo} runs are not trained in chunks")
     ex = dict(raw.get("exploit") or {})
     _known("exploit", ex, EXPLOIT_KEYS)
-    exploit = _exploit(ex, list(configs))
+    exploit = _exploit(ex, list(configs), list(seeds))
     rep = dict(raw.get("report") or {})
     _known("report", rep, REPORT_KEYS)
     report = _report(rep, list(configs))
@@ -183,7 +184,36 @@ def planned_chunks(tc) -> int:
     return tc.num_chunks
 
 
-def _exploit(ex: dict, labels: list) -> dict:
+def _br_seeds(raw, training_seeds) -> list | dict:
+    """``exploit.br_seeds``: one list for every training seed, or a mapping from each
+    training seed to its own list (training seeds added later get best-response seeds no
+    earlier criterion has spent, while the earlier runs keep theirs)."""
+    if not isinstance(raw, Mapping):
+        return list(_ints("exploit.br_seeds", raw))
+    out = {}
+    for key, seeds in raw.items():
+        try:
+            seed = int(key)
+        except (TypeError, ValueError):
+            _fail(f"config key exploit.br_seeds: {key!r} is not a training seed")
+        if seed not in training_seeds:
+            _fail(f"config key exploit.br_seeds: {seed} is not one of training_seeds ({list(training_seeds)})")
+        out[seed] = list(_ints(f"exploit.br_seeds.{seed}", seeds))
+    missing = [s for s in training_seeds if s not in out]
+    if missing:
+        _fail(f"config key exploit.br_seeds names no best-response seeds for training seed(s) {missing}")
+    return out
+
+
+def br_seeds_for(exploit: dict, training_seed: int) -> list:
+    """The best-response seeds of the runs of ``training_seed`` (`_br_seeds`)."""
+    seeds = exploit["br_seeds"]
+    if isinstance(seeds, Mapping):
+        return list(seeds.get(training_seed, seeds.get(str(training_seed), [])))
+    return list(seeds)
+
+
+def _exploit(ex: dict, labels: list, training_seeds=()) -> dict:
     from evals.exploit import SEARCH_KEYS, parse_families
 
     out = {"configs": list(_strs("exploit.configs", ex.get("configs", labels)))}
@@ -203,9 +233,12 @@ def _exploit(ex: dict, labels: list) -> dict:
             _fail(f"config key exploit.one_seed_configs: {c!r} is not a label of exploit.configs "
                   f"({', '.join(out['configs'])})")
     if out["configs"] and (out["families"] or out["one_seed_families"]):
-        for key, default in (("br_seeds", None), ("one_seed_br_seeds", ex.get("br_seeds"))):
-            out[key] = list(_ints(f"exploit.{key}", ex.get(key, default)))
-            for s in out[key]:
+        out["br_seeds"] = _br_seeds(ex.get("br_seeds"), training_seeds)
+        first = br_seeds_for(out, training_seeds[0]) if training_seeds else []
+        out["one_seed_br_seeds"] = list(_ints("exploit.one_seed_br_seeds", ex.get("one_seed_br_seeds", first)))
+        for key in ("br_seeds", "one_seed_br_seeds"):
+            seeds = out[key].values() if isinstance(out[key], dict) else [out[key]]
+            for s in (s for group in seeds for s in group):
                 if s in TUNING_SEEDS:
                     _fail(f"config key exploit.{key}: seed {s} was used to tune ({TUNING_SEEDS[s]}); best "
                           "responses are reports")
@@ -368,7 +401,7 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
         for i, s in enumerate(cfg.training_seeds):
             one_seed = ex["one_seed_families"] if i == 0 and label in ex["one_seed_configs"] else []
             for family in ex["families"] + one_seed:
-                for br in ex["one_seed_br_seeds"] if family in one_seed else ex["br_seeds"]:
+                for br in ex["one_seed_br_seeds"] if family in one_seed else br_seeds_for(ex, s):
                     p = exploit_file(out, label, s, family, br)
                     it = Item(f"exploit/{label}/seed_{s}/{family}/br_{br}", "exploit", label, s, p,
                               _exploit_estimate(cfg, family, cfg.estimate), family, br)
@@ -450,6 +483,35 @@ def exploit_summaries(cfg: ExperimentsConfig, out: Path) -> dict:
     return res
 
 
+def changed_keys(old: dict, new: dict) -> list[str]:
+    """The keys of the saved config ``old`` that ``new`` changes for the runs already
+    planned (``estimate`` and ``report`` change no run).  ``new`` may add training seeds
+    after ``old``'s, each with best-response seeds of its own: more units, every run
+    already made reused."""
+    seeds = old.get("training_seeds")
+    extended = (isinstance(seeds, list) and isinstance(new.get("training_seeds"), list)
+                and new["training_seeds"][: len(seeds)] == seeds)
+
+    def per_seed(exploit):
+        if not isinstance(exploit, dict) or "br_seeds" not in exploit or not isinstance(seeds, list):
+            return exploit
+        return {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in seeds}}
+
+    diff = []
+    for key in sorted(set(old) | set(new)):
+        if key in ("estimate", "report"):
+            continue
+        if key == "training_seeds" and extended:
+            continue
+        if key == "exploit" and extended:
+            if per_seed(old.get(key)) != per_seed(new.get(key)):
+                diff.append(key)
+            continue
+        if old.get(key) != new.get(key):
+            diff.append(key)
+    return diff
+
+
 def main(argv=None) -> int:
     ap = Parser(prog=PROG, description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="configs/experiments.yaml", help="the experiments (YAML)")
@@ -472,8 +534,10 @@ def main(argv=None) -> int:
             old = read_yaml(saved, ExperimentsError)
         except ExperimentsError as err:
             fail(PROG, err)
-        new = cfg.to_dict()
-        diff = sorted(k for k in set(old) | set(new) if k not in ("estimate", "report") and old.get(k) != new.get(k))
+        diff = changed_keys(old, cfg.to_dict())
+        if not diff and old.get("training_seeds") != list(cfg.training_seeds):
+            print(f"{PROG}: training seeds {old['training_seeds']} extended to {list(cfg.training_seeds)}; "
+                  "the runs already there are kept", flush=True)
         if diff:
             fail(PROG, f"--out {str(out)!r} holds experiments of another config (keys {', '.join(diff)} differ); "
                        "choose another --out")

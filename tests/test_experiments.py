@@ -163,6 +163,37 @@ def test_resume_skips_finished_items_and_resumes_cut_runs(tmp_path, capsys, monk
                    "holds experiments of another config", "training_seeds")
 
 
+def test_more_training_seeds_reuse_the_runs_with_best_response_seeds_of_their_own(tmp_path, capsys):
+    """Issue 41: configs that are compared get more training seeds later.  The runs already
+    made are kept; the added seeds' best responses take seeds of their own (a mapping per
+    training seed), and any change to the earlier seeds' runs is still refused."""
+    out = tmp_path / "runs"
+    first = write(tmp_path / "first.yaml", SMALL)
+    out.mkdir()
+    (out / "experiments.yaml").write_text(yaml.safe_dump(experiments.load_config(first).to_dict(), sort_keys=False))
+    more = {**SMALL, "training_seeds": [21, 22, 23, 24],
+            "exploit": {**SMALL["exploit"], "br_seeds": {21: [50, 51], 22: [50, 51], 23: [50, 51], 24: [52, 53]}}}
+    capsys.readouterr()
+    assert experiments.main(["--config", str(write(tmp_path / "more.yaml", more)), "--out", str(out),
+                             "--dry-run", "--only", "exploit"]) == 0
+    text = capsys.readouterr().out
+    assert "training seeds [21, 22, 23] extended to [21, 22, 23, 24]" in text
+    assert "exploit/sp/seed_24/dqn/br_52" in text and "exploit/sp/seed_23/dqn/br_51" in text
+    assert "seed_24/dqn/br_50" not in text and "exploit/dqn/seed_21/ppo/br_50" in text
+    moved = {**more, "exploit": {**more["exploit"], "br_seeds": {**more["exploit"]["br_seeds"], 22: [52, 53]}}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "moved.yaml", moved)),
+                                                     "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "exploit")
+    fewer = {**SMALL, "training_seeds": [21, 22]}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "fewer.yaml", fewer)),
+                                                     "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "training_seeds")
+    short = {**more, "exploit": {**more["exploit"], "br_seeds": {21: [50], 22: [50], 23: [50]}}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "short.yaml", short)),
+                                                     "--dry-run"]),
+                   "exploit.br_seeds names no best-response seeds for training seed(s) [24]")
+
+
 @pytest.mark.slow
 def test_a_cut_training_resumes_and_a_best_response_is_recorded(tmp_path, capsys):
     """Real tiny runs: a run cut after one chunk resumes through the trainer's --resume,
