@@ -42,6 +42,7 @@ import numpy as np
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
 from coupjax.yaml_file import read_yaml
+from evals.exploit import over_runs
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
 from evals.report.markdown import markdown_table
@@ -226,14 +227,9 @@ def exploit_rows(rows: list[dict]) -> dict:
     """One config's best responses of one family (each row a run: ``training_seed`` or
     ``policy``, best-response ``seed``, ``win_rate``) with the noise that varies: each
     training seed's best-response seeds averaged first, then the mean over training
-    seeds with a 95% t interval over them (`coupjax.metrics.t_interval`); ``runs`` and
+    seeds with a 95% t interval over them (`evals.exploit.over_runs`); ``runs`` and
     ``training_seeds`` counted, ``max`` the largest run (a maximum: no interval)."""
-    by_seed: dict = {}
-    for r in rows:
-        by_seed.setdefault(r.get("training_seed", r.get("policy")), []).append(float(r["win_rate"]))
-    t = t_interval([np.mean(v) for v in by_seed.values()], (0.0, 1.0))
-    return {"mean": t["mean"], "ci95_low": t["ci95_low"], "ci95_high": t["ci95_high"], "runs": len(rows),
-            "training_seeds": len(by_seed), "max": max(float(r["win_rate"]) for r in rows)}
+    return over_runs(rows)
 
 
 def exploit_comparisons(fin: dict, family: str = "dqn") -> list[dict]:
