@@ -212,6 +212,17 @@ def record(fields: dict):
     return check
 
 
+MAX_NAME = 24  # characters of a player's name in a saved file's optional ``names`` (the page's limit)
+
+
+def check_names(names, num_players: int, field: str = "names") -> None:
+    """A saved file's optional ``names``: one per seat, 1 to `MAX_NAME` printable characters
+    each (a seat record's header and a full match's deal line both may carry them)."""
+    if (type(names) is not list or len(names) != num_players
+            or not all(type(x) is str and 0 < len(x) <= MAX_NAME and x.isprintable() for x in names)):
+        raise FieldError(field, f"expected {num_players} names of 1 to {MAX_NAME} printable characters")
+
+
 def const(value, message: str | None = None):
     def check(v, field):
         if type(v) is not type(value) or v != value:

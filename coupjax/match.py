@@ -26,8 +26,8 @@ from coupjax.game import board
 from coupjax.game import deal
 from coupjax import rules
 from coupjax.env import Env
-from coupjax.events import (EVENT_KEYS, FieldError, boolean, const, event_fields, event_to_dict, integer,
-                            last_event, list_of, one_of, record)
+from coupjax.events import (EVENT_KEYS, FieldError, boolean, check_names, const, event_fields, event_to_dict,
+                            integer, last_event, list_of, one_of, record)
 from coupjax.jsonlines import ReplayError, json_line, lines_of  # noqa: F401 - ReplayError is public here too
 from coupjax.state import State
 
@@ -247,7 +247,7 @@ class Match:
         lines = lines_of(path, first="a deal line")
         deal = json_line(path, 1, lines[0])
         try:
-            _check_deal(deal)
+            check_deal(deal)
             match = cls(**{k: deal[k] for k in _MATCH_ARGS})
         except FieldError as err:
             raise ReplayError(path, 1, err.field, err.message) from None
@@ -291,9 +291,10 @@ def _deal_check(num_players: int):
     })
 
 
-def _check_deal(d) -> None:
+def check_deal(d) -> None:
     """The deal line's schema; the type, the version and the table size come first, as
-    the rest depends on them."""
+    the rest depends on them.  Optional: ``names``, the players' names (a download from
+    the page keeps them)."""
     if type(d) is not dict or "type" not in d:
         raise FieldError("type", 'the first line must be the deal ({"type": "deal", ...})')
     if d["type"] == "seat_record":
@@ -308,6 +309,9 @@ def _check_deal(d) -> None:
     if "num_players" not in d:
         raise FieldError("num_players", "missing")
     integer(rules.MIN_PLAYERS, rules.MAX_PLAYERS)(d["num_players"], "num_players")
+    if "names" in d:
+        check_names(d["names"], d["num_players"])
+        d = {k: v for k, v in d.items() if k != "names"}
     _deal_check(d["num_players"])(d)
 
 

@@ -444,6 +444,20 @@ def test_practice_names_its_bots_and_narrates_their_moves(client):
     assert g["narration"][-1].lower().rstrip(".").endswith("game over")
 
 
+def test_a_practice_game_downloads_with_its_names_and_uploads_back_with_them(client):
+    """A practice game is a full match (a deal line): its download carries the players'
+    names, and the upload of that file replays with them (issue 43: they were lost)."""
+    g = client.post("/api/practice", json={"num_players": 3, "seat": 2, "opponents": "random", "seed": 3,
+                                           "names": ["Zoe", "Al B", ""]}).json()
+    text = client.get(f"/api/games/{g['id']}/download").text
+    head = json.loads(text.splitlines()[0])
+    assert head["type"] == "deal" and head["names"] == g["names"] == ["Zoe", "Al B", "You"]
+    up = client.post("/api/upload", json={"name": "again", "text": text}).json()["id"]
+    frame = client.get(f"/api/games/{up}/replay").json()
+    assert frame["names"] == ["Zoe", "Al B", "You"], frame.get("names")
+    assert client.get(f"/api/games/{up}/download").text == text  # a file that has names is left as it is
+
+
 def test_the_background_compile_computes_advice_where_the_seat_decides(monkeypatch):
     """`readiness.compile_advice` warms the advice at states where the tracker's seat is to
     move (its own turn, and a claim against it once the seats before it passed): advice

@@ -18,13 +18,13 @@ import functools
 import json
 
 from coupjax import rules
-from coupjax.events import FieldError, const, integer, list_of, one_of, record
+from coupjax.events import MAX_NAME, FieldError, check_names, const, integer, list_of, one_of, record
 from coupjax.jsonlines import ReplayError, json_line, loads
+from coupjax.match import check_deal
 from coupjax.tracker.entries import seat_event_fields
 
 SEAT_RECORD = "seat_record"
 VERSION = 1
-MAX_NAME = 24  # characters of a player's name in the optional ``names`` of a header (the page's limit)
 
 
 def header(num_players: int, seat: int, hand, first: int) -> dict:
@@ -70,10 +70,7 @@ def check_header(d) -> None:
         raise FieldError("num_players", "missing")
     integer(rules.MIN_PLAYERS, rules.MAX_PLAYERS)(d["num_players"], "num_players")
     if "names" in d:  # optional: the players' names, as a page that saved the game knew them
-        names = d["names"]
-        if (type(names) is not list or len(names) != d["num_players"]
-                or not all(type(x) is str and 0 < len(x) <= MAX_NAME and x.isprintable() for x in names)):
-            raise FieldError("names", f"expected {d['num_players']} names of 1 to {MAX_NAME} printable characters")
+        check_names(d["names"], d["num_players"])
         d = {k: v for k, v in d.items() if k != "names"}
     _header_check(d["num_players"])(d)
 
@@ -100,30 +97,39 @@ def events(path, lines: list[str], num_players: int):
         yield lineno, d
 
 
+def _check_first_line(head) -> None:
+    """A seat record's header or a full match's deal line, by its type (FieldError otherwise)."""
+    if type(head) is dict and head.get("type") == "deal":
+        check_deal(head)
+    else:
+        check_header(head)
+
+
 def with_names(data: bytes, names) -> bytes:
-    """A seat record's bytes with the players' ``names`` in its header (a download that
-    keeps them); anything else (a full match, a header that has names) as it was."""
+    """A seat record's or a full match's bytes with the players' ``names`` in its first
+    line (a download that keeps them); anything else (a file that does not parse, a
+    first line that has names) as it was."""
     first, sep, rest = data.partition(b"\n")
     try:  # the bounded parser: a saved file may be anything (60,000 '[' overflowed json.loads)
         head = loads(first.decode("utf-8"), "record", 1)
     except ValueError:
         return data
-    if type(head) is not dict or head.get("type") != SEAT_RECORD or "names" in head or not names:
+    if type(head) is not dict or head.get("type") not in (SEAT_RECORD, "deal") or "names" in head or not names:
         return data
     head["names"] = [str(x)[:MAX_NAME] for x in names]
     try:
-        check_header(head)
+        _check_first_line(head)
     except FieldError:
         return data
     return json.dumps(head).encode() + sep + rest
 
 
 def names_of(data: bytes) -> list[str] | None:
-    """The ``names`` of a seat record's header, if it has valid ones."""
+    """The ``names`` of a seat record's header or a full match's deal line, if valid."""
     first = data.partition(b"\n")[0]
     try:
         head = loads(first.decode("utf-8"), "record", 1)
-        check_header(head)
+        _check_first_line(head)
     except (ValueError, FieldError):
         return None
     return head.get("names") if type(head) is dict else None
