@@ -591,38 +591,50 @@ def test_a_config_without_curve_or_targets_renders_as_before(tmp_path, monkeypat
 
 
 def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, monkeypatch):
-    """`play_recipe`: a config opponent is its first training seed, a baseline its spec,
-    any other opponent a policy spec; the label's training seeds are the tested units, and
-    every named config's training cost comes from its summary.json."""
+    """`play_final` with a curve and targets (`play_recipe`): a config opponent is its first
+    training seed, a baseline its spec, any other opponent a policy spec; the label's
+    training seeds are the tested units; every named config's training cost comes from its
+    summary.json; and the whole renders, with the curve's figure."""
     from evals.lib import paired
+    from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
 
     runs = fake_runs(tmp_path, seeds=(21, 22, 23))
     for i, s in enumerate((21, 22, 23)):
         (runs / "train" / "ref" / f"seed_{s}" / "summary.json").write_text(json.dumps(
             {"chunks_done": 2, "wall_seconds": 600.0 + 60 * i, "env_steps": 10**6, "env_steps_per_s": 9000.0}))
     exp = final.read_experiments(runs)
-    by_label = final.units(exp, runs)
-    rep = {**exp["report"], "curve": {"r": {"budgets": ["twin", "ref"], "baseline": "random"}},
-           "targets": {"ref": {"head_to_head": {"twin": 0.4, "random": 0.4, "expected": 0.35},
-                               "scenarios_at_least": 28}}}
+    exp["report"].update(curve={"r": {"budgets": ["twin", "ref"], "baseline": "random"}},
+                         targets={"ref": {"head_to_head": {"twin": 0.4, "random": 0.4, "expected": 0.35},
+                                          "scenarios_at_least": 28, "train_minutes_at_most": 11.5}})
     seen = []
 
     def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
         seen.append((units_a, opponents, games))
-        wins = np.full((len(units_a), len(seeds), games), 0.5)
-        return {"wins": (wins, wins[:len(units_b)]), "placement": (wins, wins[:len(units_b)])}
+        wins = np.stack([np.arange(games) % (2 + i) == 0 for i in range(len(units_a))])[:, None].repeat(len(seeds), 1)
+        return {"wins": (wins, wins[:len(units_b)]), "placement": (4 - 3 * wins, 4 - 3 * wins[:len(units_b)])}
 
     monkeypatch.setattr(paired, "play_paired", fake_play)
     monkeypatch.setattr(recipe, "scenario_hits", lambda dirs: {d: {"hits": 30, "scenarios": 31, "missed": []}
                                                               for d in dirs})
-    out = recipe.play_recipe(None, rep, by_label, [100])
-    assert set(out) == {"training", "curve", "targets"} and list(out["training"]) == ["twin", "ref"]
-    assert [c["wall_seconds"] for c in out["training"]["ref"]] == [600.0, 660.0, 720.0]
-    assert out["training"]["twin"][0]["env_steps_per_s"] is None  # the fake twin's summary does not say
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    assert list(fin["training"]) == ["twin", "ref"] and fin["curve"] == exp["report"]["curve"]
+    assert [c["wall_seconds"] for c in fin["training"]["ref"]] == [600.0, 660.0, 720.0]
+    assert fin["training"]["twin"][0]["env_steps_per_s"] is None  # the fake twin's summary does not say
     ref = [str(runs / "train" / "ref" / f"seed_{s}") for s in (21, 22, 23)]
-    assert seen == [(ref, str(runs / "train" / "twin" / "seed_21"), 20), (ref, "random", 20), (ref, "expected", 20)]
-    t = out["targets"]["ref"]
-    assert t["head_to_head"]["random"]["per_unit"] == {u: 0.5 for u in ref} and set(t["scenarios"]) == set(ref)
+    assert seen[0][1] == "aggressive_heavy"  # the pool first, then one table set per opponent
+    assert seen[1:] == [(ref, str(runs / "train" / "twin" / "seed_21"), 20), (ref, "random", 20),
+                        (ref, "expected", 20)]
+    t = fin["targets"]["ref"]
+    assert t["head_to_head"]["random"]["per_unit"] == {ref[0]: 0.5, ref[1]: 0.35, ref[2]: 0.25}
+    assert set(t["scenarios"]) == set(ref)
+    made = draw_final(fin, tmp_path / "figs")
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {k: f"results-figures/{v}" for k, v in made.items()}, ledger=[])
+    assert "| `ref` | 3 | 11.0 [10.0, 12.0] | 9,000 |" in text and "(results-figures/curve.png)" in text
+    assert "| `twin` | 3 | 0.2 [0.2, 0.2] | - |" in text  # the fake twin: 12 s, no env steps/s
+    assert "`ref`: 1 of 5 checks met." in text  # the scenarios; 12 minutes > 11.5; 0.367 < 0.4 (and 0.35 vs 0.25)
 
 
 @pytest.mark.slow

@@ -223,10 +223,10 @@ def final_curve(fin: dict, path: Path) -> str:
     for k, (name, c) in enumerate(fin["curve"].items()):
         rows = [r for r in curve_rows(fin, name) if r["minutes"] is not None]
         x = np.array([r["minutes"] for r in rows])
-        xerr = [x - [r["minutes_min"] for r in rows], np.array([r["minutes_max"] for r in rows]) - x]
+        xerr = np.maximum(0.0, [x - [r["minutes_min"] for r in rows], np.array([r["minutes_max"] for r in rows]) - x])
         y = np.array([r["diff"] for r in rows])
-        left.errorbar(x, y, xerr=xerr, yerr=[y - [r["ci95_low"] for r in rows], np.array([r["ci95_high"]
-                      for r in rows]) - y], fmt="o-", capsize=3, color=f"C{k}", label=f"{name} - {c['baseline']}")
+        yerr = np.maximum(0.0, [y - [r["ci95_low"] for r in rows], np.array([r["ci95_high"] for r in rows]) - y])
+        left.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o-", capsize=3, color=f"C{k}", label=f"{name} - {c['baseline']}")
         for r in rows:
             speed = "" if r["env_steps_per_s"] is None else f"\n{r['env_steps_per_s'] / 1000:.1f}k steps/s"
             left.annotate(f"{r['label']}{speed}", (r["minutes"], r["diff"]), textcoords="offset points",
@@ -237,8 +237,10 @@ def final_curve(fin: dict, path: Path) -> str:
             ye = np.array([r["dqn"]["mean"] for r in ex])
             lo = [m - (r["dqn"]["ci95_low"] if r["dqn"]["ci95_low"] is not None else m) for m, r in zip(ye, ex)]
             hi = [(r["dqn"]["ci95_high"] if r["dqn"]["ci95_high"] is not None else m) - m for m, r in zip(ye, ex)]
-            right.errorbar(xe, ye, xerr=[xe - [r["minutes_min"] for r in ex], np.array([r["minutes_max"] for r in ex])
-                                         - xe], yerr=[lo, hi], fmt="o-", capsize=3, color=f"C{k}", label=name)
+            xerr_e = np.maximum(0.0, [xe - [r["minutes_min"] for r in ex],
+                                      np.array([r["minutes_max"] for r in ex]) - xe])
+            right.errorbar(xe, ye, xerr=xerr_e, yerr=np.maximum(0.0, [lo, hi]), fmt="o-", capsize=3, color=f"C{k}",
+                           label=name)
             for r in ex:
                 right.annotate(r["label"], (r["minutes"], r["dqn"]["mean"]), textcoords="offset points",
                                xytext=(5, 5), fontsize=7)
