@@ -27,12 +27,13 @@ again.  ``--only NAME`` keeps the items named ``NAME``, under ``NAME/``, or of l
 ``NAME``; ``--dry-run`` prints the plan and runs nothing (and records no seed).  The
 best-response seeds are report seeds: tuning seeds are refused, held-out seeds recorded
 in the ledger when their item runs.  ``DIR/experiments.yaml`` keeps the config the
-final report (``python -m evals.report --final --runs DIR``) reads the labels from.
+final report (``python -m evals.report --final --runs DIR``) reads the labels and its
+``report`` section from (`evals.experiments_keys`: what it plays, and the optional
+``curve`` and ``targets`` of issue 40).
 """
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import shutil
 import sys
@@ -45,33 +46,19 @@ import yaml
 from coupjax.args import Parser, fail, seconds
 from coupjax.seeds import TUNING_SEEDS
 from coupjax.yaml_file import read_yaml
+from evals.experiments_keys import REPORT_KEYS, ExperimentsError
+from evals.experiments_keys import check_known as _known
+from evals.experiments_keys import refuse as _fail
+from evals.experiments_keys import report_section as _report
+from evals.experiments_keys import str_list as _strs
 
 PROG = "python -m evals.experiments"
 QUICKSTART = "quickstart"
 KEYS = ("out", "training_seeds", "configs", "set", "exploit", "report", "estimate")
 EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "one_seed_configs", "br_seeds", "one_seed_br_seeds",
                 "games", "set", "ppo_set", "search")
-REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head")
 ESTIMATE_KEYS = ("compile_seconds", "selfplay_env_steps_per_second", "dqn_transitions_per_second",
                  "best_response_transitions_per_second", "tables_per_second", "search_tables_per_second")
-
-
-class ExperimentsError(ValueError):
-    """A wrong key or value of the experiments config; the message names it."""
-
-
-def _fail(msg):
-    raise ExperimentsError(msg)
-
-
-def _known(where: str, raw: Mapping, names) -> None:
-    if not isinstance(raw, Mapping):
-        _fail(f"config key {where or 'the config'} must be a mapping, got {raw!r}")
-    for key in raw:
-        if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
-            _fail(f"config key {where + '.' if where else ''}{key} is not known{hint}")
 
 
 def _ints(key: str, v, lo: int = 0) -> tuple:
@@ -80,12 +67,6 @@ def _ints(key: str, v, lo: int = 0) -> tuple:
         _fail(f"config key {key} must be a non-empty list of integers >= {lo}, got {v!r}")
     if len(set(v)) != len(v):
         _fail(f"config key {key} repeats a seed: {list(v)}")
-    return tuple(v)
-
-
-def _strs(key: str, v) -> tuple:
-    if not isinstance(v, (list, tuple)) or any(not isinstance(x, str) for x in v):
-        _fail(f"config key {key} must be a list of strings, got {v!r}")
     return tuple(v)
 
 
@@ -253,41 +234,6 @@ def _exploit(ex: dict, labels: list, training_seeds=()) -> dict:
     search = ex.get("search") or {}
     _known("exploit.search", search, SEARCH_KEYS)
     out["search"] = {k: int(v) for k, v in search.items()}
-    return out
-
-
-def _report(rep: dict, labels: list) -> dict:
-    from coupjax.policies.pools import CONDITIONS
-    from coupjax.policies.spec import PolicySpecError, describe_spec
-
-    out = {"condition": rep.get("condition", "aggressive_heavy")}
-    if out["condition"] not in CONDITIONS:
-        _fail(f"config key report.condition must be one of {', '.join(CONDITIONS)}, got {out['condition']!r}")
-    for key, default in (("games", 4000), ("head_to_head_games", 1000)):
-        v = rep.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            _fail(f"config key report.{key} must be a positive integer, got {v!r}")
-        out[key] = v
-    baselines = rep.get("baselines") or {}
-    _known("report.baselines", baselines, list(baselines))
-    for label, spec in baselines.items():
-        if label in labels or not isinstance(spec, str):
-            _fail(f"config key report.baselines.{label}: a new label and a policy spec, got {spec!r}")
-        try:
-            describe_spec(spec)
-        except PolicySpecError as err:
-            _fail(f"config key report.baselines.{label}: {err}")
-    out["baselines"] = dict(baselines)
-    known = labels + list(baselines)
-    for key in ("pairs", "head_to_head"):
-        pairs = rep.get(key) or []
-        if not isinstance(pairs, (list, tuple)):
-            _fail(f"config key report.{key} must be a list of [A, B] label pairs, got {pairs!r}")
-        for p in pairs:
-            if not isinstance(p, (list, tuple)) or len(p) != 2 or p[0] == p[1] or any(x not in known for x in p):
-                _fail(f"config key report.{key}: {p!r} is not a pair of two labels of configs or baselines "
-                      f"({', '.join(known)})")
-        out[key] = [list(p) for p in pairs]
     return out
 
 

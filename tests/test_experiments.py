@@ -1,5 +1,6 @@
 """evals.experiments (the plan of every run the final report needs, resumable) and
-``python -m evals.report --final`` (docs/results.md from report.json): tiny sizes, run
+``python -m evals.report --final`` (docs/results.md from report.json, with issue 40's
+optional compute curve and targets, `evals.report.recipe`): tiny sizes, run
 directories faked from the committed reference export, results written to tmp paths,
 the ledger moved to a tmp file (COUPJAX_LEDGER)."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ import yaml
 
 from coupjax import seeds as S
 from evals import experiments
-from evals.report import final
+from evals.report import final, recipe
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "evals" / "reference" / "dqn" / "export"
@@ -444,3 +445,210 @@ def test_final_report_from_fake_runs(tmp_path, monkeypatch, tmp_ledger):
     assert {e["seed"] for e in S.read_ledger(tmp_ledger)} == {100}
     after = (ROOT / "docs" / "results.md").read_text() if (ROOT / "docs" / "results.md").exists() else None
     assert after == before
+
+
+# ------------------------------------------------------------------ the recipe: compute curve and targets
+RECIPE = {"curve": {"recipe": {"budgets": ["dqn", "sp"], "baseline": "random"}},
+          "targets": {"sp": {"head_to_head": {"random": 0.4, "dqn": 0.35, "expected": 0.35}, "dqn_mean_at_most": 0.45,
+                             "max_at_most": 0.6, "scenarios_at_least": 28, "train_minutes_at_most": 30}}}
+
+
+def test_curve_and_targets_are_optional_report_keys(tmp_path):
+    """Without them the report section is what it was (the shipped config names neither);
+    with them they are kept, the maximum's families defaulting to issue 40's."""
+    plain = experiments.load_config(write(tmp_path / "plain.yaml", SMALL))
+    assert set(plain.report) == {"condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head"}
+    shipped = experiments.load_config(ROOT / "configs" / "experiments.yaml")
+    assert "curve" not in shipped.report and "targets" not in shipped.report
+    cfg = experiments.load_config(write(tmp_path / "r.yaml", {**SMALL, "report": {**SMALL["report"], **RECIPE}}))
+    assert cfg.report["curve"] == RECIPE["curve"]
+    assert cfg.report["targets"]["sp"] == {**RECIPE["targets"]["sp"], "max_families": ["dqn", "dqn4x", "ppo"]}
+    assert cfg.to_dict()["report"]["targets"]["sp"]["max_at_most"] == 0.6  # saved for the final stage
+
+
+@pytest.mark.parametrize("report, words", [
+    ({"curve": {"r": ["dqn", "sp"]}}, ("report.curve.r must be a mapping",)),
+    ({"curve": {"r": {"budgets": ["dqn"], "baseline": "random"}}}, ("report.curve.r.budgets must list two or more",)),
+    ({"curve": {"r": {"budgets": ["dqn", "nobody"], "baseline": "random"}}}, ("report.curve.r.budgets",)),
+    ({"curve": {"r": {"budgets": ["dqn", "sp"], "baseline": "sp"}}}, ("report.curve.r.baseline must be",)),
+    ({"curve": {"r": {"budgets": ["dqn", "sp"], "baselin": "random"}}}, ("report.curve.r.baselin is not known",
+                                                                          "did you mean 'baseline'")),
+    ({"targets": {"nobody": {"max_at_most": 0.6}}}, ("report.targets.nobody: 'nobody' is not a label",)),
+    ({"targets": {"sp": {"head_to_head": {"nonsense_policy": 0.4}}}}, ("report.targets.sp.head_to_head: "
+                                                                       "'nonsense_policy' is neither",)),
+    ({"targets": {"sp": {"head_to_head": {"random": 40}}}}, ("report.targets.sp.head_to_head.random must be a win "
+                                                             "rate in (0, 1], got 40",)),
+    ({"targets": {"sp": {"scenarios_at_least": 0}}}, ("report.targets.sp.scenarios_at_least must be a positive",)),
+    ({"targets": {"sp": {"max_families": ["dqn"]}}}, ("report.targets.sp.max_families needs",)),
+    ({"targets": {"sp": {"max_at_most": 0.6, "max_families": ["dqm"]}}}, ("unknown best-response family 'dqm'",)),
+    ({"targets": {"sp": {"train_minute_at_most": 30}}}, ("report.targets.sp.train_minute_at_most is not known",
+                                                         "'train_minutes_at_most'")),
+    ({"targets": {"sp": {}}}, ("report.targets.sp names no check",)),
+])
+def test_curve_and_target_mistakes_are_one_line(tmp_path, capsys, report, words):
+    cfg = write(tmp_path / "exp.yaml", {**SMALL, "report": {**SMALL["report"], **report}})
+    one_line_error(capsys, lambda: experiments.main(["--config", str(cfg), "--dry-run"]), experiments.PROG, *words)
+
+
+def recipe_fin() -> dict:
+    """A final section with a compute curve over three budgets (the largest not measured
+    by best responses) and a target checked against planted figures."""
+    fin = fin_of({"q": [0.25, 0.26, 0.255], "h": [0.36, 0.37, 0.35], "full": [0.41, 0.40, 0.42],
+                  "belief_ev": [0.33]}, [("full", "belief_ev")], games=4000)
+    fin.update(condition="aggressive_heavy", games=4000, seeds=[100], training_seeds=[21, 22, 23], alpha=0.05)
+    for c in fin["configs"].values():  # the figures `summarize_units` gives a config and its units
+        c.update(win_rate=float(np.mean([u["win_rate"] for u in c["units"]])), ci95_low=0.0, ci95_high=1.0)
+        for u in c["units"]:
+            u.update(ci95_low=u["win_rate"] - 0.01, ci95_high=u["win_rate"] + 0.01)
+    fin["rankings"] = final.rank(fin)
+
+    def runs(label, rates, family="dqn", seeds=(150, 151)):
+        return [{"win_rate": r, "seed": seeds[i % len(seeds)], "policy": f"{label}/seed_{i // len(seeds)}",
+                 "training_seed": 21 + i // len(seeds), "family": family} for i, r in enumerate(rates)]
+
+    fin["exploit"] = {"q": {"families": {"dqn": runs("q", [0.70, 0.72, 0.68, 0.69, 0.71, 0.70])}},
+                      "h": {"families": {"dqn": runs("h", [0.55, 0.57, 0.52, 0.56, 0.54, 0.53])}},
+                      "full": {"families": {"dqn": runs("full", [0.40, 0.42, 0.44, 0.41, 0.43, 0.45]),
+                                            "ppo": runs("full", [0.65], "ppo", (150,))}}}
+    fin["training"] = {label: [{"unit": f"{label}/seed_{i}", "wall_seconds": 60.0 * m, "env_steps": 10**6,
+                                "env_steps_per_s": 20_000.0 + 1000 * i} for i, m in enumerate(ms)]
+                       for label, ms in (("q", [5, 6, 7]), ("h", [11, 12, 13]), ("full", [24, 29, 31]))}
+    fin["curve"] = {"recipe": {"budgets": ["q", "h", "full"], "baseline": "belief_ev"}}
+    fin["targets"] = {"full": {
+        "checks": {"head_to_head": {"belief_ev": 0.40, "expected": 0.35}, "dqn_mean_at_most": 0.45,
+                   "max_at_most": 0.60, "max_families": ["dqn", "dqn4x", "ppo"], "scenarios_at_least": 28,
+                   "train_minutes_at_most": 30.0},
+        "head_to_head": {"belief_ev": {"opponents": "belief_ev", "games": 1000, "seeds": [100],
+                                       "per_unit": {"full/seed_0": 0.42, "full/seed_1": 0.41, "full/seed_2": 0.43}},
+                         "expected": {"opponents": "expected", "games": 1000, "seeds": [100],
+                                      "per_unit": {"full/seed_0": 0.20, "full/seed_1": 0.45, "full/seed_2": 0.46}}},
+        "scenarios": {f"full/seed_{i}": {"hits": h, "scenarios": 31, "missed": []} for i, h in enumerate((29, 28, 30))},
+    }}
+    return fin
+
+
+def test_curve_and_targets_render_from_the_json(tmp_path):
+    """Issue 40's compute curve (training minutes, env steps/s, the paired difference with
+    the baseline, the dqn best response or "not measured") and its targets (met / not met
+    with the figure), with the curve's figure; each derived from the JSON's figures."""
+    from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
+
+    fin = recipe_fin()
+    q, h, full = recipe.curve_rows(fin, "recipe")
+    assert (q["minutes"], q["minutes_min"], q["minutes_max"]) == pytest.approx((6.0, 5.0, 7.0))
+    assert q["env_steps_per_s"] == pytest.approx(21_000.0) and q["dqn"]["training_seeds"] == 3
+    assert q["diff"] == pytest.approx(0.255 - 0.33) and q["ci95_high"] < 0 < full["ci95_low"]
+    assert h["dqn"]["mean"] == pytest.approx(np.mean([0.55, 0.57, 0.52, 0.56, 0.54, 0.53]))
+    del fin["exploit"]["h"]
+    assert recipe.curve_rows(fin, "recipe")[1]["dqn"] is None
+    checks = {c["check"].split(":")[0].split(" at most")[0]: c for c in recipe.target_checks(fin, "full")}
+    assert checks["head to head against three `belief_ev`"]["met"] is True
+    weak = checks["head to head against three `expected`"]  # mean 0.37 >= 0.35, but the interval reaches below 1/4
+    assert weak["met"] is False and weak["figure"].startswith("0.370 [")
+    assert checks["`dqn` best response, mean over training seeds,"]["met"] is True  # 0.425
+    top = checks["largest best response of `dqn`, `dqn4x`, `ppo`"]
+    assert top["met"] is False and "maximum 0.650 of 7 runs (ppo" in top["figure"]  # above 0.60 before any dqn4x run
+    assert top["figure"].endswith("; not measured: dqn4x")
+    fin["exploit"]["full"]["families"]["ppo"][0]["win_rate"] = 0.55
+    assert recipe.target_checks(fin, "full")[3]["met"] is None  # 0.55 so far, and dqn4x may find more
+    fin["exploit"]["full"]["families"]["ppo"][0]["win_rate"] = 0.65
+    scen = [c for c in checks.values() if "scenarios" in c["check"]][0]
+    assert scen["met"] is True and scen["figure"].startswith("fewest 28 (seed_0: 29; seed_1: 28; seed_2: 30)")
+    minutes = checks["training minutes per seed"]
+    assert minutes["met"] is False and minutes["figure"].startswith("at most 31.0")  # one seed over 30 is enough
+    made = draw_final(fin, tmp_path / "figs")
+    assert made["curve"] == "curve.png" and (tmp_path / "figs" / "curve.png").stat().st_size > 10_000
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {k: f"results-figures/{v}" for k, v in made.items()}, ledger=[])
+    lines = text.splitlines()
+    assert "## Strength against compute" in lines and "## Targets" in lines
+    assert "![win rate and exploitability against training minutes](results-figures/curve.png)" in lines
+    assert "| `q` | 3 | 6.0 [5.0, 7.0] | 21,000 | 0.255 | -0.075 [" in text
+    (half,) = [x for x in lines if x.startswith("| `h` | 3 | 12.0 [11.0, 13.0] |")]
+    assert half.endswith("| not measured |")
+    assert "`full`: 3 of 6 checks met." in lines
+    assert "| training minutes per seed at most 30 | at most 31.0 (mean 28.0 over 3 training seeds) | not met |" in lines
+
+
+def test_a_config_without_curve_or_targets_renders_as_before(tmp_path, monkeypatch):
+    """The final stage adds nothing to report.json or docs/results.md where the config
+    names neither (the shipped config's report, the committed results)."""
+    from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
+
+    assert recipe.play_recipe(None, {"head_to_head_games": 10}, {}, [100]) == {}
+    fin = recipe_fin()
+    plain = {k: v for k, v in fin.items() if k not in ("curve", "targets", "training")}
+    assert set(draw_final(plain, tmp_path / "figs")) == {"configs", "exploit"}
+    rep = {"final": plain, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {**final.FIGURE_LINKS, "curve": final.CURVE_LINK}, ledger=[])
+    assert "## Strength against compute" not in text and "## Targets" not in text and "curve.png" not in text
+    # byte for byte: tests/test_docs.py renders the committed report.json (no curve, no targets) again and
+    # compares it with the committed docs/results.md, which the code before these keys wrote
+
+
+def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, monkeypatch):
+    """`play_final` with a curve and targets (`play_recipe`): a config opponent is its first
+    training seed, a baseline its spec, any other opponent a policy spec; the label's
+    training seeds are the tested units; every named config's training cost comes from its
+    summary.json; and the whole renders, with the curve's figure."""
+    from evals.lib import paired
+    from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
+
+    runs = fake_runs(tmp_path, seeds=(21, 22, 23))
+    for i, s in enumerate((21, 22, 23)):
+        (runs / "train" / "ref" / f"seed_{s}" / "summary.json").write_text(json.dumps(
+            {"chunks_done": 2, "wall_seconds": 600.0 + 60 * i, "env_steps": 10**6, "env_steps_per_s": 9000.0}))
+    exp = final.read_experiments(runs)
+    exp["report"].update(curve={"r": {"budgets": ["twin", "ref"], "baseline": "random"}},
+                         targets={"ref": {"head_to_head": {"twin": 0.4, "random": 0.4, "expected": 0.35},
+                                          "scenarios_at_least": 28, "train_minutes_at_most": 11.5}})
+    seen = []
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        seen.append((units_a, opponents, games))
+        wins = np.stack([np.arange(games) % (2 + i) == 0 for i in range(len(units_a))])[:, None].repeat(len(seeds), 1)
+        return {"wins": (wins, wins[:len(units_b)]), "placement": (4 - 3 * wins, 4 - 3 * wins[:len(units_b)])}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    monkeypatch.setattr(recipe, "scenario_hits", lambda dirs: {d: {"hits": 30, "scenarios": 31, "missed": []}
+                                                              for d in dirs})
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    assert list(fin["training"]) == ["twin", "ref"] and fin["curve"] == exp["report"]["curve"]
+    assert [c["wall_seconds"] for c in fin["training"]["ref"]] == [600.0, 660.0, 720.0]
+    assert fin["training"]["twin"][0]["env_steps_per_s"] is None  # the fake twin's summary does not say
+    ref = [str(runs / "train" / "ref" / f"seed_{s}") for s in (21, 22, 23)]
+    assert seen[0][1] == "aggressive_heavy"  # the pool first, then one table set per opponent
+    assert seen[1:] == [(ref, str(runs / "train" / "twin" / "seed_21"), 20), (ref, "random", 20),
+                        (ref, "expected", 20)]
+    t = fin["targets"]["ref"]
+    assert t["head_to_head"]["random"]["per_unit"] == {ref[0]: 0.5, ref[1]: 0.35, ref[2]: 0.25}
+    assert set(t["scenarios"]) == set(ref)
+    made = draw_final(fin, tmp_path / "figs")
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {k: f"results-figures/{v}" for k, v in made.items()}, ledger=[])
+    assert "| `ref` | 3 | 11.0 [10.0, 12.0] | 9,000 |" in text and "(results-figures/curve.png)" in text
+    assert "| `twin` | 3 | 0.2 [0.2, 0.2] | - |" in text  # the fake twin: 12 s, no env steps/s
+    assert "`ref`: 1 of 5 checks met." in text  # the scenarios; 12 minutes > 11.5; 0.367 < 0.4 (and 0.35 vs 0.25)
+
+
+@pytest.mark.slow
+def test_scenario_hits_of_a_network_alone():
+    """`scenario_hits` counts the scenarios where the exported network's most likely play is
+    sound, as `score_policy` scores the policy called on each decision.  Quick twin:
+    test_curve_and_targets_render_from_the_json."""
+    from coupjax.env import Env
+    from coupjax.policies.spec import resolve_policy
+    from evals.report import decision_benchmark
+
+    (hits,) = recipe.scenario_hits([str(REFERENCE)]).values()
+    built = decision_benchmark.build_all()
+    direct = decision_benchmark.score_policy(resolve_policy(str(REFERENCE), Env(4)), built)
+    assert hits["scenarios"] == len(built) == 31
+    assert hits["hits"] == sum(s["hit"] for s in direct.values()) and 0 < hits["hits"] < 31
+    assert hits["missed"] == [n for n, s in direct.items() if not s["hit"]]

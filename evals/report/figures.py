@@ -11,6 +11,7 @@ from matplotlib.colors import TwoSlopeNorm  # noqa: E402
 import numpy as np  # noqa: E402
 
 from coupjax import rules as R  # noqa: E402
+from evals.report.recipe import curve_rows  # noqa: E402
 
 
 def _save(fig, path: Path) -> str:
@@ -213,12 +214,57 @@ def final_exploit(fin: dict, path: Path) -> str:
     return _save(fig, path)
 
 
+def final_curve(fin: dict, path: Path) -> str:
+    """docs/results.md's compute curve (``report.curve``): against training minutes per
+    seed (mean over training seeds, bars their range), the pool win rate minus the
+    baseline's (95% t over training seeds) and the ``dqn`` best response's mean (95% t);
+    each point names its budget and env steps per second (`evals.report.recipe.curve_rows`)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for k, (name, c) in enumerate(fin["curve"].items()):
+        rows = [r for r in curve_rows(fin, name) if r["minutes"] is not None]
+        x = np.array([r["minutes"] for r in rows])
+        xerr = np.maximum(0.0, [x - [r["minutes_min"] for r in rows], np.array([r["minutes_max"] for r in rows]) - x])
+        y = np.array([r["diff"] for r in rows])
+        yerr = np.maximum(0.0, [y - [r["ci95_low"] for r in rows], np.array([r["ci95_high"] for r in rows]) - y])
+        left.errorbar(x, y, xerr=xerr, yerr=yerr, fmt="o-", capsize=3, color=f"C{k}", label=f"{name} - {c['baseline']}")
+        for r in rows:
+            speed = "" if r["env_steps_per_s"] is None else f"\n{r['env_steps_per_s'] / 1000:.1f}k steps/s"
+            left.annotate(f"{r['label']}{speed}", (r["minutes"], r["diff"]), textcoords="offset points",
+                          xytext=(5, 5), fontsize=7)
+        ex = [r for r in rows if r["dqn"] is not None]
+        if ex:
+            xe = np.array([r["minutes"] for r in ex])
+            ye = np.array([r["dqn"]["mean"] for r in ex])
+            lo = [m - (r["dqn"]["ci95_low"] if r["dqn"]["ci95_low"] is not None else m) for m, r in zip(ye, ex)]
+            hi = [(r["dqn"]["ci95_high"] if r["dqn"]["ci95_high"] is not None else m) - m for m, r in zip(ye, ex)]
+            xerr_e = np.maximum(0.0, [xe - [r["minutes_min"] for r in ex],
+                                      np.array([r["minutes_max"] for r in ex]) - xe])
+            right.errorbar(xe, ye, xerr=xerr_e, yerr=np.maximum(0.0, [lo, hi]), fmt="o-", capsize=3, color=f"C{k}",
+                           label=name)
+            for r in ex:
+                right.annotate(r["label"], (r["minutes"], r["dqn"]["mean"]), textcoords="offset points",
+                               xytext=(5, 5), fontsize=7)
+    left.axhline(0, color="grey", lw=0.8, ls="--")
+    left.set_title("Pool win rate minus the baseline's (95% t over training seeds)", fontsize=9)
+    left.set_ylabel("win-rate difference")
+    right.axhline(0.25, color="grey", lw=0.8, ls="--", label="1/4: nothing found")
+    right.set_ylim(0, 1)
+    right.set_title("`dqn` best response against three copies (95% t over training seeds)", fontsize=9)
+    right.set_ylabel("best response's win rate")
+    for ax in (left, right):
+        ax.set_xlabel("training minutes per seed (bars: range over training seeds)")
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def draw_final(fin: dict, out_dir: Path, num_players: int = 4) -> dict:
     """docs/results.md's figures into ``out_dir``: section name -> file name."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made = {"configs": final_configs(fin, out_dir / "configs.png", num_players)}
     if any(e.get("families") for e in fin.get("exploit", {}).values()):
         made["exploit"] = final_exploit(fin, out_dir / "exploitability.png")
+    if fin.get("curve"):
+        made["curve"] = final_curve(fin, out_dir / "curve.png")
     return made
 
 

@@ -21,7 +21,12 @@ recorded in the ledger), then this stage:
 * reports exploitability from ``DIR/exploit.json`` (`evals.exploit.summarize` per
   config): per family the mean over training seeds (each training seed's best-response
   seeds averaged first) with a t interval over training seeds; the maximum over runs as a
-  maximum (it is selected, so no interval), or "not found at this budget (>= 0.25)".
+  maximum (it is selected, so no interval), or "not found at this budget (>= 0.25)";
+* where the ``report`` section names them (optional, issue 40; `evals.report.recipe`):
+  ``curve``, a recipe's win rate against a baseline and its ``dqn`` best response
+  against training minutes, with env steps per second; ``targets``, checks printed met or
+  not met with their figures (head to head against three copies of an opponent,
+  exploitability, the network alone's decision scenarios, training minutes).
 
 `render` derives every verdict from the per-unit figures of the JSON (`rankings`,
 `exploit_rows`), so a report made under an earlier test is re-derived under this one and
@@ -46,6 +51,7 @@ from evals.exploit import over_runs
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
 from evals.report.markdown import markdown_table
+from evals.report.recipe import curve_section, play_recipe, pool_units, targets_section
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -113,9 +119,8 @@ def _sides(fin: dict, r: dict):
     """(A's unit means, B's, A's tables per unit, B's) of a ranked pair; None where the
     report did not keep them (a head-to-head pair of a report made before issue 41)."""
     if r["kind"] == "pool":
-        ca, cb = fin["configs"][r["a"]], fin["configs"][r["b"]]
-        return ([u["win_rate"] for u in ca["units"]], [u["win_rate"] for u in cb["units"]],
-                ca["units"][0]["games"], cb["units"][0]["games"])
+        (ma, ga), (mb, gb) = pool_units(fin, r["a"]), pool_units(fin, r["b"])
+        return ma, mb, ga, gb
     if "per_unit" not in r:
         return None
     games = r["games"] * len(r["seeds"])
@@ -220,6 +225,7 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
            "exploit": exploit, "n_boot": n_boot, "alpha": ALPHA}
     fin["rankings"] = rank(fin)
     fin["exploit_comparisons"] = exploit_comparisons(fin)
+    fin.update(play_recipe(env, rep, by_label, list(seeds), batch))
     return fin
 
 
@@ -503,8 +509,12 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger:
     def figure(section, alt):
         return [f"![{alt}]({figures[section]})", ""] if section in figures else []
 
+    curve = curve_section(fin)
+    if curve:
+        curve += figure("curve", "win rate and exploitability against training minutes")
     lines += (_config_section(fin) + figure("configs", "win rate per training seed and config")
               + _ranking_section(fin) + _exploit_section(fin) + figure("exploit", "every best response's win rate")
+              + curve + targets_section(fin)
               + _advisor_claims(rep) + _earlier_claims(rep) + repeat_notes(fin, ledger, commit))
     matrix = markdown.policy_section(rep, cfg) + (markdown.advisor_section(rep, cfg) if rep.get("advisor") else [])
     lines += [x for x in matrix if not x.startswith("![")]  # the figures stay beside report.md
@@ -514,6 +524,7 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger:
 # ------------------------------------------------------------------ re-rendering the committed report
 PROG = "python -m evals.report.final"
 FIGURE_LINKS = {"configs": "results-figures/configs.png", "exploit": "results-figures/exploitability.png"}
+CURVE_LINK = "results-figures/curve.png"  # only where the report has a compute curve (``report.curve``)
 
 
 def rerender(report_dir: Path, results: Path) -> str:
@@ -531,7 +542,8 @@ def rerender(report_dir: Path, results: Path) -> str:
         raise FinalReportError(f"{results} names no 'Criterion: <commit>' and 'Criterion file:' lines to keep")
     rep = json.loads((Path(report_dir) / "report.json").read_text())
     cfg = load_config(Path(report_dir) / "config.yaml")
-    return render(rep, cfg, {"commit": commit.group(1), "path": path.group(1)}, FIGURE_LINKS)
+    links = dict(FIGURE_LINKS, **({"curve": CURVE_LINK} if rep["final"].get("curve") else {}))
+    return render(rep, cfg, {"commit": commit.group(1), "path": path.group(1)}, links)
 
 
 def main(argv=None) -> str:

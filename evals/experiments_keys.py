@@ -1,0 +1,180 @@
+"""The experiments config's keys, checked before anything runs: one line per mistake.
+
+The helpers `evals.experiments` checks every section with, and its ``report`` section:
+what ``python -m evals.report --final`` plays on held-out seeds (``condition``,
+``games``, ``baselines``, ``pairs``, ``head_to_head_games``, ``head_to_head``) and, both
+optional (issue 40; a config without them gives the report it gave before):
+
+* ``curve``: name -> ``{budgets: [LABEL, ...], baseline: LABEL}``, labels of configs that
+  are one recipe at growing budgets (e.g. ``num_chunks`` set per label), and a label of
+  configs or baselines: docs/results.md gets each budget's training minutes and env
+  steps per second, its pool win rate minus the baseline's and its ``dqn`` best
+  response, as a table and a figure;
+* ``targets``: LABEL (of configs) -> its checks, each printed met or not met with its
+  figure: ``head_to_head`` (opponent -> the least mean win rate in one seat against three
+  copies of it: a label of configs, whose first training seed plays, of baselines, or a
+  policy spec; the 95% lower bound over training seeds must also be above 1/4),
+  ``dqn_mean_at_most``, ``max_at_most`` over ``max_families`` (default dqn, dqn4x, ppo),
+  ``scenarios_at_least`` (decision scenarios where the network alone plays soundly, on
+  every training seed) and ``train_minutes_at_most`` (every training seed).
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Mapping
+
+REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head", "curve", "targets")
+CURVE_KEYS = ("budgets", "baseline")
+TARGET_KEYS = ("head_to_head", "dqn_mean_at_most", "max_at_most", "max_families", "scenarios_at_least",
+               "train_minutes_at_most")
+MAX_FAMILIES = ("dqn", "dqn4x", "ppo")  # issue 40's maximum over families
+
+
+class ExperimentsError(ValueError):
+    """A wrong key or value of the experiments config; the message names it."""
+
+
+def refuse(msg):
+    """Stop with ``msg``: one line naming the key."""
+    raise ExperimentsError(msg)
+
+
+def check_known(where: str, raw: Mapping, names) -> None:
+    """``raw`` is a mapping of known keys; an unknown one is named with the nearest known."""
+    if not isinstance(raw, Mapping):
+        refuse(f"config key {where or 'the config'} must be a mapping, got {raw!r}")
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(names)}"
+            refuse(f"config key {where + '.' if where else ''}{key} is not known{hint}")
+
+
+def str_list(key: str, v) -> tuple:
+    """``v`` as a tuple of strings."""
+    if not isinstance(v, (list, tuple)) or any(not isinstance(x, str) for x in v):
+        refuse(f"config key {key} must be a list of strings, got {v!r}")
+    return tuple(v)
+
+
+def report_section(rep: dict, labels: list) -> dict:
+    """The ``report`` section (module doc), checked against the config ``labels``."""
+    from coupjax.policies.pools import CONDITIONS
+    from coupjax.policies.spec import PolicySpecError, describe_spec
+
+    out = {"condition": rep.get("condition", "aggressive_heavy")}
+    if out["condition"] not in CONDITIONS:
+        refuse(f"config key report.condition must be one of {', '.join(CONDITIONS)}, got {out['condition']!r}")
+    for key, default in (("games", 4000), ("head_to_head_games", 1000)):
+        v = rep.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            refuse(f"config key report.{key} must be a positive integer, got {v!r}")
+        out[key] = v
+    baselines = rep.get("baselines") or {}
+    check_known("report.baselines", baselines, list(baselines))
+    for label, spec in baselines.items():
+        if label in labels or not isinstance(spec, str):
+            refuse(f"config key report.baselines.{label}: a new label and a policy spec, got {spec!r}")
+        try:
+            describe_spec(spec)
+        except PolicySpecError as err:
+            refuse(f"config key report.baselines.{label}: {err}")
+    out["baselines"] = dict(baselines)
+    known = labels + list(baselines)
+    for key in ("pairs", "head_to_head"):
+        pairs = rep.get(key) or []
+        if not isinstance(pairs, (list, tuple)):
+            refuse(f"config key report.{key} must be a list of [A, B] label pairs, got {pairs!r}")
+        for p in pairs:
+            if not isinstance(p, (list, tuple)) or len(p) != 2 or p[0] == p[1] or any(x not in known for x in p):
+                refuse(f"config key report.{key}: {p!r} is not a pair of two labels of configs or baselines "
+                      f"({', '.join(known)})")
+        out[key] = [list(p) for p in pairs]
+    if "curve" in rep:
+        out["curve"] = _curve(rep["curve"], labels, known)
+    if "targets" in rep:
+        out["targets"] = _targets(rep["targets"], labels, known)
+    return out
+
+
+def _curve(raw, labels: list, known: list) -> dict:
+    """``report.curve``: name -> {budgets: [labels of configs, the same recipe at growing
+    budgets], baseline: a label of configs or baselines}."""
+    if not isinstance(raw, Mapping) or not raw:
+        refuse(f"config key report.curve must map a name to {{budgets: [LABEL, ...], baseline: LABEL}}, got {raw!r}")
+    out = {}
+    for name, c in raw.items():
+        where = f"report.curve.{name}"
+        check_known(where, c, CURVE_KEYS)
+        budgets = str_list(f"{where}.budgets", c.get("budgets", []))
+        if len(budgets) < 2 or len(set(budgets)) != len(budgets) or any(x not in labels for x in budgets):
+            refuse(f"config key {where}.budgets must list two or more different labels of configs "
+                  f"({', '.join(labels)}), got {list(budgets)!r}")
+        base = c.get("baseline")
+        if base not in known or base in budgets:
+            refuse(f"config key {where}.baseline must be a label of configs or baselines outside the budgets "
+                  f"({', '.join(x for x in known if x not in budgets)}), got {base!r}")
+        out[str(name)] = {"budgets": list(budgets), "baseline": base}
+    return out
+
+
+def _share(key: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 < v <= 1.0:
+        refuse(f"config key {key} must be a win rate in (0, 1], got {v!r}")
+    return float(v)
+
+
+def _targets(raw, labels: list, known: list) -> dict:
+    """``report.targets``: label of configs -> its checks (module doc of `evals.report.final`)."""
+    from coupjax.policies.spec import PolicySpecError, describe_spec
+    from evals.exploit import parse_families
+
+    if not isinstance(raw, Mapping) or not raw:
+        refuse(f"config key report.targets must map labels of configs to their checks, got {raw!r}")
+    out = {}
+    for label, t in raw.items():
+        where = f"report.targets.{label}"
+        if label not in labels:
+            refuse(f"config key {where}: {label!r} is not a label of configs ({', '.join(labels)})")
+        check_known(where, t, TARGET_KEYS)
+        if not t:
+            refuse(f"config key {where} names no check (known: {', '.join(TARGET_KEYS)})")
+        checks = {}
+        h2h = t.get("head_to_head", {})
+        if not isinstance(h2h, Mapping):
+            refuse(f"config key {where}.head_to_head must map opponents to minimum win rates, got {h2h!r}")
+        for opp, least in h2h.items():
+            if opp == label or not isinstance(opp, str):
+                refuse(f"config key {where}.head_to_head: {opp!r} is not another label or a policy spec")
+            if opp not in known:
+                try:
+                    describe_spec(opp)
+                except PolicySpecError as err:
+                    refuse(f"config key {where}.head_to_head: {opp!r} is neither a label of configs or baselines "
+                          f"nor a policy spec ({err})")
+            checks.setdefault("head_to_head", {})[opp] = _share(f"{where}.head_to_head.{opp}", least)
+        for key in ("dqn_mean_at_most", "max_at_most"):
+            if key in t:
+                checks[key] = _share(f"{where}.{key}", t[key])
+        if "max_families" in t:
+            if "max_at_most" not in t:
+                refuse(f"config key {where}.max_families needs {where}.max_at_most")
+            try:
+                checks["max_families"] = parse_families(",".join(str_list(f"{where}.max_families", t["max_families"])))
+            except ValueError as err:
+                refuse(f"config key {where}.max_families: {err}")
+        elif "max_at_most" in t:
+            checks["max_families"] = list(MAX_FAMILIES)
+        if "scenarios_at_least" in t:
+            v = t["scenarios_at_least"]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                refuse(f"config key {where}.scenarios_at_least must be a positive count of the decision scenarios "
+                      f"(evals.report.decision_benchmark), got {v!r}")
+            checks["scenarios_at_least"] = v
+        if "train_minutes_at_most" in t:
+            v = t["train_minutes_at_most"]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                refuse(f"config key {where}.train_minutes_at_most must be a positive number, got {v!r}")
+            checks["train_minutes_at_most"] = float(v)
+        out[label] = checks
+    return out
