@@ -101,6 +101,42 @@ def test_league_sampling_draws_from_every_member():
     assert 0.1 * 0.75 * 256 < narrow.capacity(4, 256) < 0.2 * 256
 
 
+def test_new_games_drawn_on_gathered_games_are_the_same_games():
+    """`League.new_games` with a capacity draws the ended games' successors on those games
+    only, or on every game when more ended than it holds: both give the games a draw on
+    every game gives (a Dirichlet table mix, the costly draw), and the base elsewhere."""
+    env, B, cap = Env(4), 16, 4
+    league = League(env, {"random": 1.0, "honest": 1.0}, 2, 0.2, 0.2, table_concentration=1.0)
+    tables = league.reset(jax.random.PRNGKey(0), B)
+    base = (tables.state, tables.member, tables.primary)
+    keys = jax.random.split(jax.random.PRNGKey(1), B)
+    gathered = jax.jit(league.new_games, static_argnums=3)
+    every = jax.jit(league.new_games)
+    for ended in ([3, 9, 15], [0, 1, 2, 4, 5, 7, 8, 11, 12, 14]):  # fewer than the capacity, and more
+        done = jnp.zeros(B, bool).at[jnp.asarray(ended)].set(True)
+        want, got = every(keys, done, base), gathered(keys, done, base, cap)
+        assert _same(want, got), ended
+        assert not _same(want[1][jnp.asarray(ended)], base[1][jnp.asarray(ended)])  # new members where ended
+        kept = np.setdiff1d(np.arange(B), ended)
+        assert _same(jax.tree.map(lambda x: x[kept], got), jax.tree.map(lambda x: x[kept], base))
+
+
+def test_league_plays_the_same_games_gathered():
+    """`League.play` with ``gathered`` (the snapshot's policy and the new games on gathered
+    games) records the steps and leaves the tables it does without."""
+    env, B, T = Env(4), 32, 24
+    league = League(env, {"random": 1.0, "honest": 1.0}, 1, 0.2, 0.2, table_concentration=1.0)
+    assert league.gather_capacity(1, B) < B and league.new_game_capacity(B) < B
+    tables = league.reset(jax.random.PRNGKey(2), B)
+    keys = jax.random.split(jax.random.PRNGKey(3), T)
+    uniform = lambda k, s: jnp.zeros(s.legal_action_mask.shape, jnp.float32)  # noqa: E731
+    snapshot = lambda k, s: s.observation[:s.legal_action_mask.shape[0]]  # noqa: E731  (differs per game)
+    play = jax.jit(lambda t, k, g: league.play(t, k, uniform, [snapshot], gathered=g), static_argnums=2)
+    want, got = play(tables, keys, False), play(tables, keys, True)
+    assert int(want[1].done.sum()) > 0
+    assert _same(want, got)
+
+
 # ------------------------------------------------------------------ the training loop
 def test_chunks_train_every_seed_and_league(setup, chunks):
     rs0, rs1, rs2, (m1, m2) = chunks
