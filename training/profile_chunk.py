@@ -12,7 +12,8 @@ league), each piece jitted on its own and measured side by side under the same l
   bookkeeping (records, new games, hands for the belief target); the same without
   ``belief_ev`` in the pool, and with the ``random`` bot alone (the bookkeeping);
 * ``league, networks``: the same with the networks' forward passes (policy, snapshots,
-  value) as in training: the chunk's whole rollout;
+  value) as in training: the chunk's whole rollout (the league rows serve as one
+  training seed does: ``gathered``, `training.league.League.play`);
 * ``update``: one update of `training.selfplay.make_train` (rollout, advantages,
   ``num_epochs`` x ``num_minibatches`` Adam steps, metrics), as ``--updates`` updates in
   one chunk call (the figure is per update), and the same chunk with one epoch, so the
@@ -65,7 +66,8 @@ def _best(fn, repeats: int, name: str = "", cpu: list | None = None) -> float:
 
 
 def shape_overrides(shape: str) -> list[str]:
-    """``"num_envs=1024,num_epochs=1"`` -> ``["num_envs=1024", "num_epochs=1"]`` (one line of error if a part has no ``=``)."""
+    """``"num_envs=1024,num_epochs=1"`` -> ``["num_envs=1024", "num_epochs=1"]``; a part
+    without ``=`` is a ValueError (one line for the command's error)."""
     parts = [x.strip() for x in shape.split(",") if x.strip()]
     bad = [x for x in parts if "=" not in x]
     if not parts or bad:
@@ -136,13 +138,13 @@ def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
     rows["engine"] = _best(lambda: engine(tables.state, keys[0]), repeats, "engine")
 
     uniform = lambda k, s: jnp.zeros(s.legal_action_mask.shape, jnp.float32)  # noqa: E731
-    bots = jax.jit(lambda t, k: league.play(t, k, uniform, [uniform] * league.num_snapshots))
+    bots = jax.jit(lambda t, k: league.play(t, k, uniform, [uniform] * league.num_snapshots, gathered=True))
     rows["league, bots"] = _best(lambda: bots(tables, keys), repeats, "league, bots")
     for name, pool in (("league, no belief_ev", [x for x in league.pool_names if x != "belief_ev"]),
                        ("league, random only", ["random"])):
         lg = League(env, {x: 1.0 for x in pool}, cfg.num_snapshots, cfg.self_weight, cfg.snapshot_weight,
                     cfg.pool_margin, cfg.table_concentration)
-        fn = jax.jit(lambda t, k, lg=lg: lg.play(t, k, uniform, [uniform] * lg.num_snapshots))
+        fn = jax.jit(lambda t, k, lg=lg: lg.play(t, k, uniform, [uniform] * lg.num_snapshots, gathered=True))
         rows[name] = _best(lambda fn=fn, t=lg.reset(jax.random.PRNGKey(1), B): fn(t, keys), repeats, name)
 
     def net(p):
@@ -152,7 +154,7 @@ def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
     def networks(t, k, params, snapshots):
         snaps = [net(jax.tree.map(lambda x: x[i], snapshots)) for i in range(league.num_snapshots)]
         value = lambda s: setup.value_net.apply({"params": params["value"]}, s.observation)[:, 0]  # noqa: E731
-        return league.play(t, k, net(params["policy"]), snaps, extra=value)
+        return league.play(t, k, net(params["policy"]), snaps, extra=value, gathered=True)
 
     rows["league, networks"] = _best(lambda: networks(tables, keys, params, snapshots), repeats, "league, networks")
     stepped = float(jax.device_get(networks(tables, keys, params, snapshots)[1].stepped.sum()))

@@ -48,6 +48,7 @@ averaged with `lax.pmean`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -157,6 +158,25 @@ def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_e
             "clip_frac": _wmean((jnp.abs(ratio - 1) > clip_eps).astype(jnp.float32), w)}
 
 
+def on_learner_rows(terms, b: Batch, rows: int):
+    """``terms(b)``, a function of weighted means over the rows where ``b.learner`` holds,
+    computed on those rows gathered (``rows`` of them, padded with rows of weight 0) while
+    they fit, else on every row (a `lax.cond`: one branch outside `vmap`).  The other rows
+    weigh 0, so both give the same terms and gradients; the policy and value MLPs then run
+    forward and backward on about half a minibatch (the belief still trains on every row)."""
+    size = b.learner.shape[0]
+    if rows >= size:
+        return terms(b)
+    count = b.learner.sum()
+
+    def gathered():
+        idx = jnp.nonzero(b.learner, size=rows, fill_value=0)[0]
+        sub = jax.tree.map(lambda x: x[idx], b)
+        return terms(sub.replace(learner=sub.learner & (jnp.arange(rows) < count)))
+
+    return jax.lax.cond(count <= rows, gathered, lambda: terms(b))
+
+
 def over_seeds(f, num_seeds: int):
     """``f`` over a leading seed axis of its arguments and results: `vmap`, or for one
     seed a plain call on the seed's slice.  Under `vmap` a `lax.cond` whose predicate
@@ -236,6 +256,13 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     N = B * T
     # one seed runs outside vmap (`over_seeds`), where the league's gathered serving is a real branch
     gathered = S == 1
+    # the PPO terms on a minibatch's learner rows only (`on_learner_rows`), sized for the share of the
+    # decisions the current network makes (its seats' share plus 0.2; 0.40-0.44 measured on selfplay_cpu);
+    # not with the belief on the policy's torso, which runs on every row anyway
+    share = (1 + (n - 1) * cfg.self_weight) / n + 0.2
+    learner_rows = N // cfg.num_minibatches
+    if gathered and not shared:
+        learner_rows = min(learner_rows, math.ceil(learner_rows * share))
     total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
 
     def optimizer(lr_steps):
@@ -260,12 +287,17 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             belief_net.apply({"params": params["belief"]}, obs)
         return out.reshape(out.shape[:-1] + (n - 1, rules.NUM_ROLES))
 
-    def loss_fn(params, b: Batch):
+    def policy_terms(params, b: Batch):
+        """PPO's terms and the KL to the magnet: weighted means over the learner's rows."""
         logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
         value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
         aux = ppo_terms(logp_all, b.mask, value, b.action, b.logp, b.adv, b.ret, b.learner, cfg.clip_eps)
         kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - b.magnet_logp), 0.0).sum(-1),
                     b.learner.astype(jnp.float32))
+        return aux, kl
+
+    def loss_fn(params, b: Batch):
+        aux, kl = on_learner_rows(lambda x: policy_terms(params, x), b, learner_rows)
         blog = belief_logits(params, b.obs)
         bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
         b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
