@@ -17,7 +17,10 @@ Serving (`serve`): each policy runs on (at most) `Players.capacity` [p] of the l
 games whose seat to move it plays, gathered into a compact batch (counted from a start
 that rotates with `Tables.it`), so a table of cheap bots and one expensive policy pays
 for the expensive one only where it acts; the others wait for a later step.  An
-unserved game is not stepped and its step count does not move.
+unserved game is not stepped and its step count does not move.  `Players.gather` is
+the stall-free variant: a policy runs on gathered games while few enough want it, on
+every game otherwise (a `lax.cond`: one branch outside `vmap`), so rarely seated
+policies cost their games' share without changing a game.
 
 It sits right above `coupjax.env` in the layers: it takes policies as arguments and
 imports none, so the policies, search and arena above it all build on it.
@@ -71,14 +74,17 @@ def sample_categorical(k_act, logits):
 class Players:
     """Who plays (static): the ``policies`` (each ``(key, state) -> logits``, the
     interface of `coupjax.policies.common`), the games each serves per step
-    (``capacity``, default every game), how actions are drawn from logits (``sample``)
-    and whether an ended game restarts in the same step (``autoreset``)."""
+    (``capacity``, default every game), how actions are drawn from logits (``sample``),
+    whether an ended game restarts in the same step (``autoreset``) and, for policies
+    that serve every game, on how many gathered games each is computed while no more
+    want it (``gather``, default every game; `serve`)."""
 
     env: Env
     policies: tuple
     capacity: tuple | None = None
     sample: Callable = sample_categorical
     autoreset: bool = False
+    gather: tuple | None = None  # per policy with full capacity: games it runs on when no more want it (module doc)
 
 
 def per_game_keys(keys, steps) -> StepKeys:
@@ -104,10 +110,12 @@ def tree_where(mask, a, b):
     return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x, y), a, b)
 
 
-def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int):
+def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gather=None):
     """Logits [B, A] of the live games whose seat to move each policy serves this
     step (at most ``capacity[p]`` of them for policy p; module doc), and which games
-    were served (bool[B]); unserved rows are zero (any finite logits)."""
+    were served (bool[B]); unserved rows are zero (any finite logits).  ``gather[p]`` < B
+    for a policy of full capacity: it is computed on that many gathered games when no
+    more want it, on every game otherwise; either way it serves every game that wants it."""
     state, seats, it = tables.state, tables.seats, tables.it
     B = state.current_player.shape[0]
     games = jnp.arange(B)
@@ -122,24 +130,31 @@ def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int):
                jax.lax.switch(which, branches, k_pol[0], jax.tree.map(lambda x: x[0], state)))
         served = live & jnp.isin(acting, jnp.asarray(seated))
         return jnp.where(served[:, None], out[None], 0.0), served
-    for p, cap in enumerate(capacity):
-        if cap == 0:
-            continue
-        want = live & (acting == p)
-        if cap >= B:
-            out = jax.vmap(policies[p])(k_pol, state)
-            logits = jnp.where(want[:, None], out, logits)
-            served = served | want
-            continue
-        # the first `cap` games wanting p, counted from a start that rotates
-        start = (it * cap) % B
+    def every_game(p, want, logits, served):
+        out = jax.vmap(policies[p])(k_pol, state)
+        return jnp.where(want[:, None], out, logits), served | want
+
+    def first_games(p, want, logits, served, cap, start):
+        """The first ``cap`` games wanting p, counted from ``start``."""
         order = (games + start) % B
         pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
         sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
         safe = jnp.clip(sel, 0, B - 1)
         out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], state))
-        logits = logits.at[sel].set(out, mode="drop")
-        served = served.at[sel].set(True, mode="drop")
+        return logits.at[sel].set(out, mode="drop"), served.at[sel].set(True, mode="drop")
+
+    for p, cap in enumerate(capacity):
+        if cap == 0:
+            continue
+        want = live & (acting == p)
+        g = B if gather is None else min(gather[p], B)
+        if cap >= B and g < B:  # every game that wants p fits in g: the same logits, fewer computed
+            logits, served = jax.lax.cond(want.sum() <= g, lambda *a, p=p, g=g: first_games(p, *a, g, 0),
+                                          lambda *a, p=p: every_game(p, *a), want, logits, served)
+        elif cap >= B:
+            logits, served = every_game(p, want, logits, served)
+        else:  # the first `cap` games wanting p, counted from a start that rotates
+            logits, served = first_games(p, want, logits, served, cap, (it * cap) % B)
     return jnp.where(served[:, None], logits, 0.0), served
 
 
@@ -149,7 +164,8 @@ def step(players: Players, tables: Tables, keys: StepKeys, live, action=None) ->
     user's) in place of the sampled ones where >= 0."""
     B = tables.state.current_player.shape[0]
     capacity = (B,) * len(players.policies) if players.capacity is None else players.capacity
-    logits, served = serve(players.policies, capacity, tables, keys.policy, live, players.env.num_actions)
+    logits, served = serve(players.policies, capacity, tables, keys.policy, live, players.env.num_actions,
+                           players.gather)
     a = players.sample(keys.action, logits)
     if action is not None:
         a = jnp.where(action >= 0, action, a)

@@ -59,12 +59,14 @@ def _assert_same_states(a, b):
 
 def test_play_is_the_plain_loop_whatever_the_schedule(env, setup):
     """Played to a step limit, the batch equals the game-by-game loop; with a capacity
-    that serves two games per policy per iteration (games wait), it still does."""
+    that serves two games per policy per iteration (games wait), it still does, and with
+    policies computed on gathered games (2 and 1 of 6: both the gathered branch and the
+    fallback to every game run) too."""
     policies, seats, keys, state = setup
     limit = 12
     want, want_steps = _reference(env, policies, seats, keys, state, limit)
-    for capacity in (None, (2, 2)):
-        players = rollout.Players(env, tuple(policies), capacity)
+    for capacity, gather in ((None, None), (None, (2, 1)), ((2, 2), None)):
+        players = rollout.Players(env, tuple(policies), capacity, gather=gather)
         c, aux = jax.jit(lambda s: rollout.play(players, s, keys, seats, limit))(state)
         assert aux is None
         np.testing.assert_array_equal(np.asarray(c.steps), want_steps)

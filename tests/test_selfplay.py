@@ -20,7 +20,9 @@ from coupjax.testing import check_policy
 from training import checkpoint
 from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
 from training.league import League
-from training.selfplay import calibration_sums, ece_from_sums, load_belief, make_train, seat_advantages
+from training.league import masked_log_softmax
+from training.selfplay import (Batch, calibration_sums, ece_from_sums, load_belief, make_train, on_learner_rows,
+                               ppo_terms, seat_advantages)
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -99,6 +101,71 @@ def test_league_sampling_draws_from_every_member():
     assert same(others2) > 2 * same(others.reshape(-1, 3)) + 0.1
     narrow = League(env, {"random": 1.0, "honest": 3.0}, 3, 0.2, 0.3, pool_margin=3.0)
     assert 0.1 * 0.75 * 256 < narrow.capacity(4, 256) < 0.2 * 256
+
+
+def test_on_learner_rows_gives_the_terms_and_gradients_of_every_row():
+    """PPO's terms on the learner's rows gathered (room for them, and too little: the
+    fallback to every row) equal, with their gradients, the terms on every row."""
+    rng = np.random.default_rng(0)
+    M, A, F = 16, 5, 3
+    learner = np.zeros(M, bool)
+    learner[[0, 4, 5, 9, 12, 15]] = True  # row 0 a learner row: the padding (its copies) must weigh 0
+    mask = rng.random((M, A)) < 0.8
+    mask[:, 0] = True
+    f32 = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    b = Batch(obs=f32(rng.normal(size=(M, F))), mask=jnp.asarray(mask), action=jnp.zeros(M, jnp.int32),
+              logp=f32(rng.normal(size=M) - 1), adv=f32(rng.normal(size=M)), ret=f32(rng.normal(size=M)),
+              learner=jnp.asarray(learner), belief_target=jnp.zeros((M, 3, 5)), belief_weight=jnp.zeros((M, 3, 5)),
+              magnet_logp=jnp.zeros((M, A)))
+
+    def terms(w, x):
+        logits = x.obs @ w
+        aux = ppo_terms(masked_log_softmax(logits, x.mask), x.mask, logits.sum(-1), x.action, x.logp, x.adv,
+                        x.ret, x.learner, 0.2)
+        return aux["pg_loss"] + aux["value_loss"] - 0.1 * aux["entropy"] + aux["approx_kl"]
+
+    w = f32(rng.normal(size=(F, A)))
+    want = jax.value_and_grad(lambda w: terms(w, b))(w)
+    for rows in (8, 5):  # 6 learner rows: gathered with 2 padding rows, then the fallback
+        got = jax.jit(jax.value_and_grad(lambda w, rows=rows: on_learner_rows(lambda x: terms(w, x), b, rows)))(w)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-4, atol=1e-6)
+
+
+def test_new_games_drawn_on_gathered_games_are_the_same_games():
+    """`League.new_games` with a capacity draws the ended games' successors on those games
+    only, or on every game when more ended than it holds: both give the games a draw on
+    every game gives (a Dirichlet table mix, the costly draw), and the base elsewhere."""
+    env, B, cap = Env(4), 16, 4
+    league = League(env, {"random": 1.0, "honest": 1.0}, 2, 0.2, 0.2, table_concentration=1.0)
+    tables = league.reset(jax.random.PRNGKey(0), B)
+    base = (tables.state, tables.member, tables.primary)
+    keys = jax.random.split(jax.random.PRNGKey(1), B)
+    gathered = jax.jit(league.new_games, static_argnums=3)
+    every = jax.jit(league.new_games)
+    for ended in ([3, 9, 15], [0, 1, 2, 4, 5, 7, 8, 11, 12, 14]):  # fewer than the capacity, and more
+        done = jnp.zeros(B, bool).at[jnp.asarray(ended)].set(True)
+        want, got = every(keys, done, base), gathered(keys, done, base, cap)
+        assert _same(want, got), ended
+        assert not _same(want[1][jnp.asarray(ended)], base[1][jnp.asarray(ended)])  # new members where ended
+        kept = np.setdiff1d(np.arange(B), ended)
+        assert _same(jax.tree.map(lambda x: x[kept], got), jax.tree.map(lambda x: x[kept], base))
+
+
+def test_league_plays_the_same_games_gathered():
+    """`League.play` with ``gathered`` (the snapshot's policy and the new games on gathered
+    games) records the steps and leaves the tables it does without."""
+    env, B, T = Env(4), 32, 24
+    league = League(env, {"random": 1.0, "honest": 1.0}, 1, 0.2, 0.2, table_concentration=1.0)
+    assert league.gather_capacity(1, B) < B and league.new_game_capacity(B) < B
+    tables = league.reset(jax.random.PRNGKey(2), B)
+    keys = jax.random.split(jax.random.PRNGKey(3), T)
+    uniform = lambda k, s: jnp.zeros(s.legal_action_mask.shape, jnp.float32)  # noqa: E731
+    snapshot = lambda k, s: s.observation[:s.legal_action_mask.shape[0]]  # noqa: E731  (differs per game)
+    play = jax.jit(lambda t, k, g: league.play(t, k, uniform, [snapshot], gathered=g), static_argnums=2)
+    want, got = play(tables, keys, False), play(tables, keys, True)
+    assert int(want[1].done.sum()) > 0
+    assert _same(want, got)
 
 
 # ------------------------------------------------------------------ the training loop

@@ -142,6 +142,20 @@ class League:
         cap = num_games * p + self.pool_margin * math.sqrt(num_games * p * (1 - p))
         return int(min(num_games, math.ceil(cap) + 1))
 
+    def gather_capacity(self, member: int, num_games: int) -> int:
+        """Games a snapshot's policy is computed on while no more want it (`play`'s
+        ``gathered``): its expected share of the decisions plus 4 sigma and 4 games, so
+        that the fallback to every game (a table mix can seat one member thrice) is rare."""
+        p = self.weights[member] * (self.n - 1) / self.n
+        return int(min(num_games, math.ceil(num_games * p + 4 * math.sqrt(num_games * p)) + 4))
+
+    @staticmethod
+    def new_game_capacity(num_games: int) -> int:
+        """Games `new_games` draws on per step (gathered): about four times the games that
+        end in a step on average (one in 40-45 of ``num_games``, measured at 128), so the
+        fallback to every game is rare; it would cost time, not change a game."""
+        return max(8, num_games // 8)
+
     # ------------------------------------------------------------------ seats
     def draw_seats(self, key):
         """(member int32[n], primary int32[]) of a new game."""
@@ -166,7 +180,7 @@ class League:
         return Tables(state=state, member=member, primary=primary, slot=slots)
 
     # ------------------------------------------------------------------ the games
-    def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None):
+    def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None, gathered: bool = False):
         """``len(keys)`` engine steps of every game, a `lax.scan` of `coupjax.rollout.step`;
         returns (tables, `StepRecord` with leaves [T, B, ...], ``extra``'s outputs [T, B, ...]).
 
@@ -177,6 +191,10 @@ class League:
         `capacity` games per step (the others wait, counted as stalls; module doc).
         ``extra(states [B]) -> pytree``: anything the caller wants of each step's games
         before the step (e.g. the value net's estimates), or None.
+        ``gathered``: compute the snapshots' policies (`rollout.Players.gather`,
+        `gather_capacity`) and draw the ended games' successors (`new_games`,
+        `new_game_capacity`) on gathered games while few enough want them: the same
+        games, cheaper; only outside `vmap`, where their `lax.cond` runs one branch.
         """
         B = tables.slot.shape[0]
         if len(snapshot_policies) != self.num_snapshots:
@@ -184,20 +202,45 @@ class League:
         players = rollout.Players(self.env, tuple(_masked(p) for p in (self_policy, *snapshot_policies, *self.policies)),
                                   capacity=tuple([B] * self.first_pool + [self.capacity(m, B) for m in
                                                                           range(self.first_pool, self.num_members)]),
-                                  autoreset=True)
+                                  autoreset=True,
+                                  gather=tuple(self.gather_capacity(m, B) if gathered and 0 < m < self.first_pool else B
+                                               for m in range(self.num_members)))
+        new_game_capacity = self.new_game_capacity(B) if gathered else None
 
         def one_step(tables: Tables, key):
             k = jax.vmap(lambda slot: jax.random.split(jax.random.fold_in(key, slot), 4))(tables.slot)
             # every step serves a pool policy's first games counted from game 0 (it = 0): the league's schedule
             game = rollout.Tables(tables.state, jnp.zeros(B, jnp.int32), tables.member, jnp.int32(0))
             played, moved = rollout.step(players, game, rollout.StepKeys(k[:, 0], k[:, 1], k[:, 2]), jnp.ones(B, bool))
-            tables, record = self._after(tables, played.state, moved, k[:, 3])
+            tables, record = self._after(tables, played.state, moved, k[:, 3], new_game_capacity)
             return tables, (record, None if extra is None else extra(game.state))
 
         tables, (record, out) = jax.lax.scan(one_step, tables, keys)
         return tables, record, out
 
-    def _after(self, tables: Tables, state: State, moved: rollout.Moved, new_keys):
+    def new_games(self, keys, done, base, capacity=None):
+        """(state, member, primary) [B] with a new game (`_new_game` of its key) wherever
+        ``done``, ``base``'s values elsewhere.  With ``capacity`` C < B, while at most C
+        games are done the new games are drawn on those C gathered games only (a
+        `lax.cond`, else on every game): a game's draw depends on its own key alone, so
+        both branches give the same games, and the table draw (a Dirichlet: a rejection
+        loop per member) costs C games' instead of B."""
+        B = keys.shape[0]
+
+        def every_game():
+            return rollout.tree_where(done, jax.vmap(self._new_game)(keys), base)
+
+        if capacity is None or capacity >= B:
+            return every_game()
+
+        def gathered():
+            idx = jnp.nonzero(done, size=capacity, fill_value=B)[0]
+            new = jax.vmap(self._new_game)(keys[jnp.clip(idx, 0, B - 1)])
+            return jax.tree.map(lambda b, x: b.at[idx].set(x, mode="drop"), base, new)
+
+        return jax.lax.cond(done.sum() <= capacity, gathered, every_game)
+
+    def _after(self, tables: Tables, state: State, moved: rollout.Moved, new_keys, new_game_capacity=None):
         """The step's record and the tables after it: a game ends for training when it ends
         or no seat of the current network has influence left (module doc); an abandoned
         game is replaced by a new one (an ended one was by `Env.step_autoreset`), and
@@ -220,11 +263,11 @@ class League:
         record = StepRecord(obs=s.observation, mask=s.legal_action_mask, action=moved.action, seat=seat,
                             learner=(member == 0) & moved.served, stepped=moved.served, done=done, rewards=rewards,
                             primary_won=won, present=present, hands_target=target, hands_valid=valid, logp=logp[:, 0])
-        fresh, f_member, f_primary = jax.vmap(self._new_game)(new_keys)
+        fresh, member, primary = self.new_games(new_keys, done, (state, tables.member, tables.primary),
+                                                new_game_capacity)
         state = rollout.tree_where(abandoned, fresh, state)
         state = state.replace(terminated=jnp.zeros_like(state.terminated), rewards=jnp.zeros_like(state.rewards))
-        return tables.replace(state=state, member=jnp.where(done[:, None], f_member, tables.member),
-                              primary=jnp.where(done, f_primary, tables.primary)), record
+        return tables.replace(state=state, member=member, primary=primary), record
 
     def seat_observations(self, tables: Tables):
         """float32[B, n, obs]: every seat's observation of its game (for bootstrapping)."""

@@ -12,12 +12,19 @@ league), each piece jitted on its own and measured side by side under the same l
   bookkeeping (records, new games, hands for the belief target); the same without
   ``belief_ev`` in the pool, and with the ``random`` bot alone (the bookkeeping);
 * ``league, networks``: the same with the networks' forward passes (policy, snapshots,
-  value) as in training: the chunk's whole rollout;
+  value) as in training: the chunk's whole rollout (the league rows serve as one
+  training seed does: ``gathered``, `training.league.League.play`);
 * ``update``: one update of `training.selfplay.make_train` (rollout, advantages,
   ``num_epochs`` x ``num_minibatches`` Adam steps, metrics), as ``--updates`` updates in
   one chunk call (the figure is per update), and the same chunk with one epoch, so the
   difference prices the backward passes;
 * ``host``: fetching a chunk's metrics to the host (what the driver does per chunk).
+
+With ``--shape KEY=VALUE[,KEY=VALUE...]`` (repeatable) it times instead one whole
+update (``train_chunk``, as above) at the config's shapes and at each shape's
+overrides of them, side by side in one process, with the env steps per second and
+their ratio to the config's row, and the same per second of this process's CPU time
+(steadier on a shared machine), e.g. ``--shape num_envs=1024,rollout_steps=16,num_epochs=1``.
 
 Each piece is compiled first, then timed ``--repeats`` times (the best is kept: the
 machine may be shared).  Env steps per second are the games' engine steps (stalls
@@ -31,22 +38,73 @@ import os
 import sys
 import time
 
+from coupjax import compile_cache
 from coupjax.devices import use_host_cores
+from training.config import load_config
 
 
-def _best(fn, repeats: int, name: str = "") -> float:
+def _best(fn, repeats: int, name: str = "", cpu: list | None = None) -> float:
+    """The best wall time of ``repeats`` calls after a first (compiling) one; the best
+    CPU time of this process's threads goes to ``cpu`` (steadier than wall time on a
+    shared machine: other jobs' time is not counted)."""
     import jax
 
     t0 = time.perf_counter()
     jax.block_until_ready(fn())  # compile and warm
     first = time.perf_counter() - t0
-    times = []
+    times, cpu_times = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         jax.block_until_ready(fn())
         times.append(time.perf_counter() - t0)
-    print(f"  ({name}: first call {first:.1f} s, best of {repeats} {min(times) * 1000:.1f} ms)", flush=True)
+        cpu_times.append(time.process_time() - c0)
+    print(f"  ({name}: first call {first:.1f} s, best of {repeats} {min(times) * 1000:.1f} ms, "
+          f"CPU {min(cpu_times) * 1000:.1f} ms)", flush=True)
+    if cpu is not None:
+        cpu.append(min(cpu_times))
     return min(times)
+
+
+def shape_overrides(shape: str) -> list[str]:
+    """``"num_envs=1024,num_epochs=1"`` -> ``["num_envs=1024", "num_epochs=1"]``; a part
+    without ``=`` is a ValueError (one line for the command's error)."""
+    parts = [x.strip() for x in shape.split(",") if x.strip()]
+    bad = [x for x in parts if "=" not in x]
+    if not parts or bad:
+        raise ValueError(f"--shape {shape!r}: expected KEY=VALUE[,KEY=VALUE...]")
+    return parts
+
+
+def profile_shapes(config_path: str, updates: int, repeats: int, overrides=(), shapes=()) -> dict:
+    """One update's wall time and env steps per second at the config's shapes and at each
+    of ``shapes`` (lists of overrides on top of ``overrides``), in this process."""
+    import jax
+
+    from training.config import load_config, replace
+    from training.selfplay import make_train
+
+    rows = []
+    for shape in [[], *shapes]:
+        cfg = replace(load_config(config_path, [*overrides, *shape]), num_seeds=1, updates_per_chunk=updates)
+        setup = make_train(cfg)
+        state = {"rs": setup.init(jax.random.PRNGKey(0))}
+
+        def chunk(setup=setup, state=state):
+            state["rs"], state["m"] = setup.train_chunk(state["rs"])
+            return state["m"]
+
+        name, cpu = ",".join(shape) or "(config)", []
+        seconds = _best(chunk, repeats, name, cpu) / updates
+        steps = float(jax.device_get(state["m"]["env_steps"]).sum()) / updates
+        rows.append({"shape": name, "num_envs": cfg.num_envs, "rollout_steps": cfg.rollout_steps,
+                     "num_epochs": cfg.num_epochs, "num_minibatches": cfg.num_minibatches,
+                     "seconds_per_update": seconds, "cpu_seconds_per_update": cpu[0] / updates,
+                     "env_steps_per_update": steps, "env_steps_per_s": steps / seconds,
+                     "env_steps_per_cpu_s": steps * updates / cpu[0]})
+    for r in rows:
+        r["ratio"] = r["env_steps_per_s"] / rows[0]["env_steps_per_s"]
+        r["cpu_ratio"] = r["env_steps_per_cpu_s"] / rows[0]["env_steps_per_cpu_s"]
+    return {"config": config_path, "devices": len(setup.mesh.devices.ravel()), "updates": updates, "shapes": rows}
 
 
 def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
@@ -80,13 +138,13 @@ def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
     rows["engine"] = _best(lambda: engine(tables.state, keys[0]), repeats, "engine")
 
     uniform = lambda k, s: jnp.zeros(s.legal_action_mask.shape, jnp.float32)  # noqa: E731
-    bots = jax.jit(lambda t, k: league.play(t, k, uniform, [uniform] * league.num_snapshots))
+    bots = jax.jit(lambda t, k: league.play(t, k, uniform, [uniform] * league.num_snapshots, gathered=True))
     rows["league, bots"] = _best(lambda: bots(tables, keys), repeats, "league, bots")
     for name, pool in (("league, no belief_ev", [x for x in league.pool_names if x != "belief_ev"]),
                        ("league, random only", ["random"])):
         lg = League(env, {x: 1.0 for x in pool}, cfg.num_snapshots, cfg.self_weight, cfg.snapshot_weight,
                     cfg.pool_margin, cfg.table_concentration)
-        fn = jax.jit(lambda t, k, lg=lg: lg.play(t, k, uniform, [uniform] * lg.num_snapshots))
+        fn = jax.jit(lambda t, k, lg=lg: lg.play(t, k, uniform, [uniform] * lg.num_snapshots, gathered=True))
         rows[name] = _best(lambda fn=fn, t=lg.reset(jax.random.PRNGKey(1), B): fn(t, keys), repeats, name)
 
     def net(p):
@@ -96,7 +154,7 @@ def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
     def networks(t, k, params, snapshots):
         snaps = [net(jax.tree.map(lambda x: x[i], snapshots)) for i in range(league.num_snapshots)]
         value = lambda s: setup.value_net.apply({"params": params["value"]}, s.observation)[:, 0]  # noqa: E731
-        return league.play(t, k, net(params["policy"]), snaps, extra=value)
+        return league.play(t, k, net(params["policy"]), snaps, extra=value, gathered=True)
 
     rows["league, networks"] = _best(lambda: networks(tables, keys, params, snapshots), repeats, "league, networks")
     stepped = float(jax.device_get(networks(tables, keys, params, snapshots)[1].stepped.sum()))
@@ -131,12 +189,33 @@ def main(argv=None) -> dict:
     p.add_argument("--updates", type=int, default=10, help="updates per timed chunk call")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config overrides")
+    p.add_argument("--shape", action="append", default=[], metavar="KEY=VALUE[,KEY=VALUE...]",
+                   help="time whole updates at these overrides beside the config's (repeatable; module doc)")
     p.add_argument("--host-devices", type=int, default=None)
     args = p.parse_args(argv)
     if not os.path.exists(args.config):
         print(f"error: no config file {args.config}", file=sys.stderr)
         raise SystemExit(2)
+    try:
+        shapes = [shape_overrides(x) for x in args.shape]
+        for shape in [[], *shapes]:  # every shape's config checked before anything compiles
+            load_config(args.config, [*args.set, *shape])
+    except ValueError as err:  # a ConfigError too
+        print(f"error: {err}", file=sys.stderr)
+        raise SystemExit(2)
     use_host_cores(args.host_devices)
+    compile_cache.enable()  # as training.train: the same XLA flags, and a second run loads its programs
+    if shapes:
+        out = profile_shapes(args.config, args.updates, args.repeats, args.set, shapes)
+        print(f"{out['config']}: whole updates on {out['devices']} device(s), {out['updates']} per timed call")
+        print(f"  {'shape':<62} {'games':>6} {'steps':>5} {'epochs':>6} {'ms/update':>10} {'env steps/s':>12} "
+              f"{'ratio':>6} {'per CPU-s':>10} {'ratio':>6}")
+        for r in out["shapes"]:
+            print(f"  {r['shape']:<62} {r['num_envs']:6d} {r['rollout_steps']:5d} {r['num_epochs']:6d} "
+                  f"{1000 * r['seconds_per_update']:10.1f} {r['env_steps_per_s']:12.0f} {r['ratio']:6.2f} "
+                  f"{r['env_steps_per_cpu_s']:10.0f} {r['cpu_ratio']:6.2f}")
+        print(json.dumps(out))
+        return out
     out = profile(args.config, args.updates, args.repeats, args.set)
     B, D = out["games_per_device"], out["devices"]
     print(f"{out['config']}: {D} device(s) x {B} games x {out['rollout_steps']} steps per update "

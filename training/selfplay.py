@@ -48,6 +48,7 @@ averaged with `lax.pmean`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Callable
 
@@ -138,6 +139,7 @@ class Batch:
     learner: jnp.ndarray
     belief_target: jnp.ndarray
     belief_weight: jnp.ndarray  # float32 [n-1, 5]
+    magnet_logp: jnp.ndarray  # float32 [A]  the magnet's log-probabilities (fixed during an update: computed once)
 
 
 def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_eps: float):
@@ -154,6 +156,38 @@ def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_e
     return {"pg_loss": pg, "value_loss": 0.5 * _wmean((value - ret) ** 2, w), "entropy": entropy,
             "approx_kl": _wmean((ratio - 1) - log_ratio, w),
             "clip_frac": _wmean((jnp.abs(ratio - 1) > clip_eps).astype(jnp.float32), w)}
+
+
+def on_learner_rows(terms, b: Batch, rows: int):
+    """``terms(b)``, a function of weighted means over the rows where ``b.learner`` holds,
+    computed on those rows gathered (``rows`` of them, padded with rows of weight 0) while
+    they fit, else on every row (a `lax.cond`: one branch outside `vmap`).  The other rows
+    weigh 0, so both give the same terms and gradients; the policy and value MLPs then run
+    forward and backward on about half a minibatch (the belief still trains on every row)."""
+    size = b.learner.shape[0]
+    if rows >= size:
+        return terms(b)
+    count = b.learner.sum()
+
+    def gathered():
+        idx = jnp.nonzero(b.learner, size=rows, fill_value=0)[0]
+        sub = jax.tree.map(lambda x: x[idx], b)
+        return terms(sub.replace(learner=sub.learner & (jnp.arange(rows) < count)))
+
+    return jax.lax.cond(count <= rows, gathered, lambda: terms(b))
+
+
+def over_seeds(f, num_seeds: int):
+    """``f`` over a leading seed axis of its arguments and results: `vmap`, or for one
+    seed a plain call on the seed's slice.  Under `vmap` a `lax.cond` whose predicate
+    depends on the data runs both branches; unbatched it runs one (`League.new_games`)."""
+    if num_seeds > 1:
+        return jax.vmap(f)
+
+    def one(*args):
+        return jax.tree.map(lambda x: x[None], f(*jax.tree.map(lambda x: x[0], args)))
+
+    return one
 
 
 # ------------------------------------------------------------------ the setup
@@ -220,6 +254,15 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
+    # one seed runs outside vmap (`over_seeds`), where the league's gathered serving is a real branch
+    gathered = S == 1
+    # the PPO terms on a minibatch's learner rows only (`on_learner_rows`), sized for the share of the
+    # decisions the current network makes (its seats' share plus 0.2; 0.40-0.44 measured on selfplay_cpu);
+    # not with the belief on the policy's torso, which runs on every row anyway
+    share = (1 + (n - 1) * cfg.self_weight) / n + 0.2
+    learner_rows = N // cfg.num_minibatches
+    if gathered and not shared:
+        learner_rows = min(learner_rows, math.ceil(learner_rows * share))
     total_steps = cfg.num_chunks * cfg.updates_per_chunk * cfg.num_epochs * cfg.num_minibatches
 
     def optimizer(lr_steps):
@@ -244,13 +287,17 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             belief_net.apply({"params": params["belief"]}, obs)
         return out.reshape(out.shape[:-1] + (n - 1, rules.NUM_ROLES))
 
-    def loss_fn(params, magnet, b: Batch):
+    def policy_terms(params, b: Batch):
+        """PPO's terms and the KL to the magnet: weighted means over the learner's rows."""
         logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
         value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
         aux = ppo_terms(logp_all, b.mask, value, b.action, b.logp, b.adv, b.ret, b.learner, cfg.clip_eps)
-        mag = masked_log_softmax(policy_logits(magnet, b.obs), b.mask)
-        kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - mag), 0.0).sum(-1),
+        kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - b.magnet_logp), 0.0).sum(-1),
                     b.learner.astype(jnp.float32))
+        return aux, kl
+
+    def loss_fn(params, b: Batch):
+        aux, kl = on_learner_rows(lambda x: policy_terms(params, x), b, learner_rows)
         blog = belief_logits(params, b.obs)
         bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
         b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
@@ -283,7 +330,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         snaps = [net(jax.tree.map(lambda x: x[k], rs.snapshots)) for k in range(K)]
         values_of = lambda s: value_net.apply({"params": rs.params["value"]}, s.observation)[:, 0]  # noqa: E731
         tables, rec, values = league.play(rs.tables, jax.random.split(key, T), net(rs.params["policy"]), snaps,
-                                          extra=values_of)
+                                          extra=values_of, gathered=gathered)
         logp = rec.logp
         seat_obs = league.seat_observations(tables)
         boot = jnp.where(league.alive(tables), value_net.apply({"params": rs.params["value"]}, seat_obs)[..., 0],
@@ -299,7 +346,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(rules.NUM_ROLES)
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
-                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32))
+                      belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32),
+                      magnet_logp=masked_log_softmax(policy_logits(rs.magnet, flat(rec.obs)), flat(rec.mask)))
         # the belief's calibration on this rollout, before the update
         blog = belief_logits(rs.params, batch.obs)
         bp = jax.nn.sigmoid(blog)
@@ -313,7 +361,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
             def mb_step(c, mb):
                 params, opt = c
-                (_, aux), grads = grad_fn(params, rs.magnet, mb)
+                (_, aux), grads = grad_fn(params, mb)
                 grads = jax.lax.pmean(grads, AXIS)
                 upd, opt = optimizer(rs.lr_steps).update(grads, opt, params)
                 return (optax.apply_updates(params, upd), opt), aux
@@ -358,7 +406,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     smap = lambda f, i, o: shard(f, mesh, i, o)  # noqa: E731
     init_sharded = smap(init_local, P(), specs)
-    chunk_sharded = smap(jax.vmap(chunk_one), (specs,), (specs, P()))
+    chunk_sharded = smap(over_seeds(chunk_one, S), (specs,), (specs, P()))
 
     @jax.jit
     def train(key):
