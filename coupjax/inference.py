@@ -7,7 +7,12 @@ or the export directory itself, which holds:
   ``hidden_sizes``, ``obs_dim``, ``num_actions``, ``temperature`` (the default),
   ``params_file`` and the training ``config``;
 * ``params.msgpack``: the network parameters (`flax.serialization` msgpack of
-  ``{"hidden_0": {"kernel", "bias"}, ..., "out": {...}}``).
+  ``{"hidden_0": {"kernel", "bias"}, ..., "out": {...}}``).  A self-play policy that
+  reads its learned belief (``policy_reads_belief: true`` in policy.json, with
+  ``belief_hidden_sizes``) holds the belief MLP's parameters as ``"belief"`` beside
+  them, and its first layer reads the observation and the belief's (n-1) x 5
+  probabilities (`coupjax.networks.PolicyReadingBelief`); exports without the field
+  are the plain MLP.
 
 It returns a policy of the common interface ``policy(key, state) -> logits``
 (float32[num_actions], ``-inf`` exactly on the illegal actions; jit/vmap-able) that
@@ -20,10 +25,10 @@ reads only ``state.observation`` and ``state.legal_action_mask``:
   cloned policy, or the self-play policy head), divided by the temperature (1 samples
   the policy; 0 is greedy as above).
 
-The network is `coupjax.networks.MLP`, the module training trains (its input is the
-observation multiplied by `coupjax.networks.observation_scale`): an export is loaded by
-the code that defined it, and this module needs nothing from ``training``.  Flax comes
-with the first `load_policy`, not with ``import coupjax``.
+The network is `coupjax.networks.MLP` (or `PolicyReadingBelief`), the module training
+trains (its input is the observation multiplied by `coupjax.networks.observation_scale`):
+an export is loaded by the code that defined it, and this module needs nothing from
+``training``.  Flax comes with the first `load_policy`, not with ``import coupjax``.
 """
 from __future__ import annotations
 
@@ -86,17 +91,28 @@ def read_export(path) -> tuple[dict, dict]:
     params_path = d / info.get("params_file", PARAMS_FILE)
     params = read_msgpack(params_path, "parameter")
     n, hidden = int(info["num_players"]), list(info["hidden_sizes"])
-    sizes = [int(info["obs_dim"])] + hidden + [int(info["num_actions"])]
-    names = [f"hidden_{i}" for i in range(len(hidden))] + ["out"]
+    obs_dim = int(info["obs_dim"])
+    reads_belief = info.get("policy_reads_belief", False)
+    if reads_belief not in (True, False) or (reads_belief and "belief_hidden_sizes" not in info):
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: policy_reads_belief must be true or false, "
+                         f"and true needs belief_hidden_sizes")
+    num_belief = (n - 1) * rules.NUM_ROLES
+    layers = [("", [obs_dim + (num_belief if reads_belief else 0)] + hidden + [int(info["num_actions"])])]
+    if reads_belief:
+        layers.append(("belief", [obs_dim] + list(info["belief_hidden_sizes"]) + [num_belief]))
     try:
-        for i, name in enumerate(names):
-            k, b = np.asarray(params[name]["kernel"]), np.asarray(params[name]["bias"])
-            if k.shape != (sizes[i], sizes[i + 1]) or b.shape != (sizes[i + 1],):
-                raise ValueError(f"layer {name} has shapes {k.shape}, {b.shape}")
+        if not isinstance(params, dict) or ("belief" in params) != reads_belief:
+            raise ValueError("a 'belief' sub-tree if and only if policy_reads_belief")
+        for where, sizes in layers:
+            tree = params[where] if where else params
+            for i, name in enumerate([f"hidden_{i}" for i in range(len(sizes) - 2)] + ["out"]):
+                k, b = np.asarray(tree[name]["kernel"]), np.asarray(tree[name]["bias"])
+                if k.shape != (sizes[i], sizes[i + 1]) or b.shape != (sizes[i + 1],):
+                    raise ValueError(f"layer {where + '/' if where else ''}{name} has shapes {k.shape}, {b.shape}")
     except (KeyError, TypeError, ValueError) as e:
         raise ValueError(f"corrupt parameter file {str(params_path)!r}: does not match {str(meta_path)!r} "
                          f"({e})") from None
-    if sizes[0] != observation_layout(n)["size"][0] or sizes[-1] != rules.num_actions(n):
+    if obs_dim != observation_layout(n)["size"][0] or int(info["num_actions"]) != rules.num_actions(n):
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: obs_dim/num_actions do not fit {n} players")
     return info, params
 
@@ -115,14 +131,11 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
     temp = float(info.get("temperature", 0.0) if temperature is None else temperature)
     if temp < 0:
         raise ValueError(f"temperature must be >= 0, got {temp}")
-    from coupjax.networks import mlp_of
+    from coupjax.networks import policy_network_of
 
     params = jax.tree.map(jnp.asarray, params)
     log_probs = info["kind"] != "dqn"
-    network = mlp_of(params, n)
-
-    def values(obs):
-        return network.apply({"params": params}, obs)
+    values = policy_network_of(params, n)
 
     def policy(key, state):
         del key

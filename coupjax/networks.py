@@ -8,6 +8,9 @@ output of ``num_outputs``.  Layers are named ``hidden_0 ... out``: an export's
 one from its parameters alone).  With no hidden layer it is multinomial logistic
 regression (behaviour cloning's ``logreg``).  `PolicyWithBelief`: the same MLP with a
 second head, the belief, on its last hidden layer (self-play's shared torso).
+`PolicyReadingBelief`: a belief MLP of its own (sub-module ``belief``) whose
+probabilities the policy MLP reads beside the observation, one parameter tree
+(`policy_network_of` evaluates either kind from its parameters alone).
 
 Flax is imported here, so ``import coupjax`` never imports this module; the package
 loads it on first use (`coupjax.inference.load_policy`).
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -47,11 +51,18 @@ def observation_scale(num_players: int) -> np.ndarray:
     return scale
 
 
-def _torso(obs, num_players: int, hidden_sizes):
-    x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(num_players))
+def _scaled(obs, num_players: int):
+    return jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(num_players))
+
+
+def _hidden_layers(x, hidden_sizes):
     for i, h in enumerate(hidden_sizes):
         x = nn.relu(nn.Dense(int(h), name=f"hidden_{i}")(x))
     return x
+
+
+def _torso(obs, num_players: int, hidden_sizes):
+    return _hidden_layers(_scaled(obs, num_players), hidden_sizes)
 
 
 class MLP(nn.Module):
@@ -80,6 +91,33 @@ class PolicyWithBelief(nn.Module):
         return nn.Dense(self.num_actions, name="out")(x), nn.Dense(self.num_belief, name="belief_out")(x)
 
 
+class PolicyReadingBelief(nn.Module):
+    """The policy MLP on the observation and a learned belief: the belief is an `MLP` of
+    its own (sub-module ``belief``: observation -> logits of P(relative opponent k holds
+    role r), ``num_belief`` = (n-1) x 5), and the policy's layers ``hidden_i``, ``out``
+    read concat(scaled observation, sigmoid(belief logits)).
+
+    Why: whether a claim is plausible is a complicated function of the public counts that
+    the belief learns from a dense signal (the true hands at every decision) and the
+    policy hardly learns from sparse rewards.  The belief's probabilities enter through
+    `jax.lax.stop_gradient`, so the policy's losses never move the belief: it is trained
+    by its own loss alone and stays a calibrated belief.  One parameter tree, so that
+    every copy of the policy (snapshots, magnet, checkpoints, the export) carries the
+    belief it reads.  Returns (policy logits, belief logits)."""
+
+    num_actions: int
+    num_players: int
+    hidden_sizes: tuple
+    belief_hidden_sizes: tuple
+    num_belief: int
+
+    @nn.compact
+    def __call__(self, obs):
+        belief = MLP(self.num_belief, self.num_players, tuple(self.belief_hidden_sizes), name="belief")(obs)
+        x = jnp.concatenate([_scaled(obs, self.num_players), jax.lax.stop_gradient(nn.sigmoid(belief))], axis=-1)
+        return nn.Dense(self.num_actions, name="out")(_hidden_layers(x, self.hidden_sizes)), belief
+
+
 def make_network(env, hidden_sizes=(128, 128)) -> MLP:
     """The Q-network / policy head for ``env``: obs -> num_actions values."""
     return MLP(num_outputs=env.num_actions, num_players=env.num_players, hidden_sizes=tuple(hidden_sizes))
@@ -104,4 +142,18 @@ def apply_mlp(params, obs, num_players: int):
     return mlp_of(params, num_players).apply({"params": params}, obs)
 
 
-__all__ = ["observation_scale", "MLP", "PolicyWithBelief", "make_network", "init_params", "mlp_of", "apply_mlp"]
+def policy_network_of(params, num_players: int):
+    """``obs -> policy logits`` (or q-values) of an export's ``params``: an `MLP`'s, or a
+    `PolicyReadingBelief`'s when they hold its ``belief`` sub-tree (shapes read from them)."""
+    if "belief" not in params:
+        network = mlp_of(params, num_players)
+        return lambda obs: network.apply({"params": params}, obs)
+    plain = mlp_of({k: v for k, v in params.items() if k != "belief"}, num_players)
+    belief = mlp_of(params["belief"], num_players)
+    network = PolicyReadingBelief(plain.num_outputs, num_players, plain.hidden_sizes, belief.hidden_sizes,
+                                  belief.num_outputs)
+    return lambda obs: network.apply({"params": params}, obs)[0]
+
+
+__all__ = ["observation_scale", "MLP", "PolicyWithBelief", "PolicyReadingBelief", "make_network", "init_params",
+           "mlp_of", "apply_mlp", "policy_network_of"]

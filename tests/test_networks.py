@@ -11,7 +11,8 @@ import numpy as np
 
 from coupjax import Env
 from coupjax.inference import load_policy
-from coupjax.networks import MLP, PolicyWithBelief, apply_mlp, init_params, observation_scale
+from coupjax.networks import (MLP, PolicyReadingBelief, PolicyWithBelief, apply_mlp, init_params, observation_scale,
+                              policy_network_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORTS = sorted(p.parent for p in ROOT.glob("evals/reference/**/policy.json")) + \
@@ -68,3 +69,33 @@ def test_the_policy_with_a_belief_head_is_an_mlp_with_one_more_layer():
     np.testing.assert_array_equal(np.asarray(MLP(A, n, (16, 8)).apply({"params": policy}, obs)), np.asarray(logits))
     head = {**{k: v for k, v in policy.items() if k != "out"}, "out": params["belief_out"]}
     np.testing.assert_array_equal(np.asarray(apply_mlp(head, obs, n)), np.asarray(belief))
+
+
+def test_the_policy_reading_its_belief_reads_it_and_cannot_train_it():
+    """The policy's first layer reads concat(scaled observation, sigmoid(belief logits)),
+    the belief being the ``belief`` sub-tree's own MLP; the policy's gradient stops at the
+    belief (its loss alone trains it)."""
+    env = Env(4)
+    n, A, d = env.num_players, env.num_actions, env.observation_shape[0]
+    net = PolicyReadingBelief(A, n, (16, 8), (12,), (n - 1) * 5)
+    params = init_params(net, jax.random.PRNGKey(0), d)
+    obs = _states(env, 8).observation
+    logits, belief = net.apply({"params": params}, obs)
+    np.testing.assert_array_equal(np.asarray(belief), np.asarray(apply_mlp(params["belief"], obs, n)))
+    policy = {k: v for k, v in params.items() if k != "belief"}
+    x = jnp.concatenate([obs * observation_scale(n), jax.nn.sigmoid(belief)], -1)
+    by_hand = jax.nn.relu(jax.nn.relu(x @ policy["hidden_0"]["kernel"] + policy["hidden_0"]["bias"])
+                          @ policy["hidden_1"]["kernel"] + policy["hidden_1"]["bias"])
+    by_hand = by_hand @ policy["out"]["kernel"] + policy["out"]["bias"]
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(by_hand), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(policy_network_of(params, n)(obs)), np.asarray(logits))
+    # another belief, another policy: the policy reads the belief it carries
+    moved = {**params, "belief": jax.tree.map(lambda w: w + 0.5, params["belief"])}
+    assert np.abs(np.asarray(net.apply({"params": moved}, obs)[0]) - np.asarray(logits)).max() > 1e-3
+    weights = jax.random.normal(jax.random.PRNGKey(1), logits.shape)
+    g_policy = jax.grad(lambda p: (net.apply({"params": p}, obs)[0] * weights).sum())(params)
+    g_belief = jax.grad(lambda p: net.apply({"params": p}, obs)[1].sum())(params)
+    assert all(not np.asarray(g).any() for g in jax.tree.leaves(g_policy["belief"]))
+    assert np.asarray(g_policy["hidden_0"]["kernel"]).any()
+    assert all(not np.asarray(g).any() for k in policy for g in jax.tree.leaves(g_belief[k]))
+    assert np.asarray(g_belief["belief"]["hidden_0"]["kernel"]).any()

@@ -103,14 +103,19 @@ def test_search_with_other_options_passes_check_policy(env, positions4, mode, op
 
 
 def test_exported_policy_passes_check_policy(env, positions4, tmp_path):
+    """Each kind of network an export holds, the self-play policy that reads its learned
+    belief among them: its logits depend on the acting seat's observation alone."""
     from training import checkpoint
-    from coupjax.networks import init_params, make_network
+    from coupjax.networks import PolicyReadingBelief, init_params, make_network
 
-    params = init_params(make_network(env, (16,)), jax.random.PRNGKey(0), env.observation_shape[0])
-    for kind, temperature in (("dqn", 0.0), ("bc_mlp", 1.0)):
-        checkpoint.write_export(tmp_path / kind, params, kind=kind, num_players=4, hidden_sizes=(16,),
-                       obs_dim=env.observation_shape[0], num_actions=env.num_actions, temperature=temperature,
-                       config={})
+    d = env.observation_shape[0]
+    params = init_params(make_network(env, (16,)), jax.random.PRNGKey(0), d)
+    reading = init_params(PolicyReadingBelief(env.num_actions, 4, (16,), (8,), 15), jax.random.PRNGKey(1), d)
+    for kind, temperature, net, extra in (("dqn", 0.0, params, {}), ("bc_mlp", 1.0, params, {}),
+                                          ("selfplay", 1.0, reading,
+                                           {"policy_reads_belief": True, "belief_hidden_sizes": [8]})):
+        checkpoint.write_export(tmp_path / kind, net, kind=kind, num_players=4, hidden_sizes=(16,),
+                       obs_dim=d, num_actions=env.num_actions, temperature=temperature, config={}, extra=extra)
         testing.check_policy(policies.resolve_policy(str(tmp_path / kind), env), env, *positions4)
 
 

@@ -16,11 +16,13 @@ import pytest
 from coupjax import Env
 from coupjax.inference import load_policy
 from coupjax.networks import apply_mlp
-from coupjax.testing import check_policy
+from coupjax.observation import parse
+from coupjax.testing import check_policy, sample_positions
 from training import checkpoint
-from training.config import ConfigError, SelfPlayConfig, config_from_dict, load_config
+from training.config import ConfigError, SelfPlayConfig, config_from_dict, config_to_dict, load_config
 from training.league import League
 from training.league import masked_log_softmax
+from training.runs import RunDirError, check_run_dir
 from training.selfplay import (Batch, calibration_sums, ece_from_sums, load_belief, make_train, on_learner_rows,
                                ppo_terms, seat_advantages)
 
@@ -29,6 +31,10 @@ TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatche
             updates_per_chunk=3, num_chunks=2, hidden_sizes=[16], belief_hidden_sizes=[32], num_snapshots=2,
             snapshot_every=2, opponents={"random": 1, "honest": 1}, num_seeds=2, learning_rate=3e-3,
             checkpoint_every=1, max_checkpoints=3, export_temperature=1.0)
+
+
+# the policy reads its learned belief (`coupjax.networks.PolicyReadingBelief`): one seed, one chunk
+READING = dict(TINY, policy_reads_belief=True, num_seeds=1, num_chunks=1)
 
 
 def _same(a, b):
@@ -280,6 +286,79 @@ def test_export_loads_and_passes_check_policy(setup, chunks, tmp_path):
     assert belief.shape == (3, 5) and ((belief >= 0) & (belief <= 1)).all()
 
 
+@pytest.fixture(scope="module")
+def reading(tmp_path_factory):
+    """(setup, state before and after one chunk, its metrics, the export directory) of
+    the policy that reads its learned belief."""
+    from training.selfplay import export
+
+    setup = make_train(config_from_dict(READING))
+    rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
+    rs1, m = setup.train_chunk(rs0)
+    run = tmp_path_factory.mktemp("reading") / "run"
+    export(setup, rs1, run)
+    return setup, rs0, rs1, setup.flatten_metrics(m), run
+
+
+def test_the_policy_reading_its_belief_trains_exports_and_plays(reading):
+    """One parameter tree: the trained belief is inside the policy, its snapshots, its
+    magnet and its export, and the exported policy is the training network's."""
+    setup, rs0, rs1, m, run = reading
+    assert set(rs1.params) == {"policy", "value"} and "belief" in rs1.params["policy"]
+    assert "belief" in rs1.magnet and "belief" in rs1.snapshots
+    for part in ("belief", "out"):
+        assert not _same(rs0.params["policy"][part], rs1.params["policy"][part]), part  # both train
+    assert np.isfinite(m["belief_loss"]) and np.isfinite(m["belief_ece"]) and np.isfinite(m["entropy"])
+    assert m["env_steps"] == READING["num_envs"] * READING["rollout_steps"] * READING["updates_per_chunk"]
+    env = setup.env
+    pol = load_policy(run)
+    assert pol.info["policy_reads_belief"] is True and "belief" in pol.params
+    states = sample_positions(env, 64)  # mid-game positions of every phase
+    check_policy(pol, env, states)  # legal logits, and no leak: the acting seat's observation alone
+    own = jax.tree.map(lambda x: x[0], rs1.params)
+    obs, mask = states.observation, np.asarray(states.legal_action_mask)
+    trained = np.asarray(jax.jit(setup.policy_logits)(own["policy"], obs))
+    np.testing.assert_allclose(np.asarray(jax.jit(pol.values)(obs)), trained, rtol=1e-5, atol=1e-6)
+    probs = np.asarray(jax.nn.softmax(jax.jit(jax.vmap(pol))(jnp.zeros(64), states)))
+    np.testing.assert_allclose(probs, np.asarray(jax.nn.softmax(jnp.where(mask, trained, -jnp.inf))), rtol=1e-5,
+                               atol=1e-7)  # the export's temperature 1: the policy itself
+    belief = np.asarray(jax.jit(jax.vmap(load_belief(run)))(obs))
+    live = np.asarray(jax.vmap(lambda o: parse(o, env.num_players).hidden[1:] > 0)(obs))  # the loader's 0 else
+    want = np.where(live[..., None], np.asarray(jax.nn.sigmoid(jax.jit(setup.belief_logits)(own, obs))), 0.0)
+    np.testing.assert_allclose(belief, want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_policy_losses_leave_the_belief_it_reads_alone(reading):
+    """The stop-gradient: a loss on the policy's logits has no gradient on the belief's
+    parameters; the belief's loss has one (it is what trains them)."""
+    setup, _, rs1, _, _ = reading
+    params = jax.tree.map(lambda x: x[0], rs1.params)
+    obs = jax.jit(setup.env.init)(jax.random.PRNGKey(1)).observation
+    weights = jax.random.normal(jax.random.PRNGKey(2), (setup.env.num_actions,))
+    g_policy = jax.jit(jax.grad(lambda p: (setup.policy_logits(p["policy"], obs) * weights).sum()))(params)
+    g_belief = jax.jit(jax.grad(lambda p: setup.belief_logits(p, obs).sum()))(params)
+    assert all(not np.asarray(g).any() for g in jax.tree.leaves(g_policy["policy"]["belief"]))
+    assert np.asarray(g_policy["policy"]["hidden_0"]["kernel"]).any()
+    assert np.asarray(g_belief["policy"]["belief"]["out"]["kernel"]).any()
+
+
+def test_an_export_saying_it_reads_its_belief_must_hold_it(reading, tmp_path):
+    from coupjax.inference import read_export
+
+    _, _, _, _, run = reading
+    info = json.loads((run / "export" / "policy.json").read_text())
+    for name, change in (("no flag", lambda i: i.pop("policy_reads_belief")),
+                         ("no sizes", lambda i: i.pop("belief_hidden_sizes"))):
+        bad = tmp_path / name
+        bad.mkdir()
+        (bad / "params.msgpack").write_bytes((run / "export" / "params.msgpack").read_bytes())
+        wrong = dict(info)
+        change(wrong)
+        (bad / "policy.json").write_text(json.dumps(wrong))
+        with pytest.raises(ValueError, match="corrupt"):
+            read_export(bad)
+
+
 def test_driver_runs_resumes_and_logs(setup, tmp_path, monkeypatch):
     """One driver for DQN and self-play: W&B offline files, checkpoints, export, summary;
     an interrupted run resumed gives the same export as a straight one."""
@@ -310,6 +389,8 @@ def test_config_errors_are_one_line(tmp_path, capsys):
         config_from_dict({"algo": "selfplay", "export_seed": 2, "num_seeds": 2})
     with pytest.raises(ConfigError, match="'opponents'.*did you mean 'belief_ev'"):
         config_from_dict({"algo": "selfplay", "opponents": {"belief_evv": 1}})
+    with pytest.raises(ConfigError, match="'policy_reads_belief' needs a belief MLP of its own"):
+        config_from_dict({"algo": "selfplay", "policy_reads_belief": True, "belief_hidden_sizes": []})
     for name in ("selfplay_cpu", "selfplay_gpu"):
         assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
     bad = tmp_path / "bad.yaml"
@@ -336,3 +417,16 @@ def test_gpu_config_smoke_on_cpu(tmp_path):
     summary = json.loads((tmp_path / "gpu" / "summary.json").read_text())
     assert summary["chunks_done"] == 1 and summary["env_steps"] > 0
     assert load_policy(tmp_path / "gpu").info["kind"] == "selfplay"
+
+
+def test_a_run_saved_before_a_key_existed_resumes_at_its_default(tmp_path):
+    """A cut run whose config.json predates ``policy_reads_belief`` resumes (the key is at
+    its default); one saved with the key on does not resume with it off."""
+    cfg = config_to_dict(config_from_dict(TINY))
+    (tmp_path / "checkpoints").mkdir()
+    saved = {k: v for k, v in cfg.items() if k != "policy_reads_belief"}
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    check_run_dir(tmp_path, cfg, resume=True)
+    (tmp_path / "config.json").write_text(json.dumps({**saved, "policy_reads_belief": True}))
+    with pytest.raises(RunDirError, match="policy_reads_belief"):
+        check_run_dir(tmp_path, cfg, resume=True)

@@ -185,6 +185,7 @@ class SelfPlayConfig:
     # --- the learned belief: P(role in hand) per opponent, from the observation
     belief_coef: float = key(1.0, NONNEGATIVE)
     belief_hidden_sizes: tuple = (128, 128)  # []: a head on the policy MLP's last hidden layer
+    policy_reads_belief: bool = False  # the policy reads the belief's probabilities beside the observation
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)
     num_chunks: int = key(10, POSITIVE)
@@ -310,6 +311,9 @@ def _check_cross(cfg) -> None:
                   f"({cfg.num_envs * cfg.rollout_steps})")
         if cfg.export_seed >= cfg.num_seeds:
             _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
+        if cfg.policy_reads_belief and not cfg.belief_hidden_sizes:
+            _fail("config key 'policy_reads_belief' needs a belief MLP of its own: belief_hidden_sizes must not "
+                  "be [] (a head on the policy's torso cannot be the policy's input)")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)

@@ -13,7 +13,7 @@ from coupjax.args import Parser, positive_int
 from coupjax.seat_tables import play_tables
 from coupjax.policies.pools import OPPONENTS
 from coupjax.seeds import REPORT_SEED
-from training.config import config_to_dict
+from training.config import CONFIG_CLASSES, config_to_dict
 
 
 # ------------------------------------------------------------------ evaluation
@@ -90,7 +90,8 @@ class RunDirError(ValueError):
 def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
     """Refuse, before anything is computed or written, a run directory that exists and is
     not empty (without ``resume``), or a resumption of a run with another config or no
-    checkpoint.  Only `RESUME_FREE_KEYS` may differ on resumption."""
+    checkpoint.  Only `RESUME_FREE_KEYS` may differ on resumption; a key the saved config
+    lacks (added to the config after the run started) counts as its default."""
     run_dir = Path(run_dir)
     held = [m for m in RUN_MARKERS if (run_dir / m).exists()]
     if not resume:
@@ -108,8 +109,10 @@ def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
         saved = json.loads(saved_path.read_text())
     except (OSError, json.JSONDecodeError) as err:
         raise RunDirError(f"--resume: {str(saved_path)!r} is not a readable config ({err})") from None
+    cls = CONFIG_CLASSES.get(cfg_dict.get("algo"))
+    defaults = {} if cls is None else config_to_dict(cls())
     diff = sorted(k for k in set(saved) | set(cfg_dict)
-                  if saved.get(k) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
+                  if saved.get(k, defaults.get(k)) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
     if diff:
         raise RunDirError(f"--resume: the run in {str(run_dir)!r} was made with another config "
                           f"(keys {', '.join(diff)} differ)")

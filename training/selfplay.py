@@ -35,10 +35,15 @@ bots as well, and the per-seat update above needs no such assumption.
 
 The belief head maps the observation to P(relative opponent k holds role r) and is
 trained on the true hands of every decision's game (`coupjax.game.deal.hidden_hands`,
-read inside the loop); the policy reads only the observation.  Three MLPs
-(`coupjax.networks.MLP`): policy, value and belief, or (``belief_hidden_sizes: []``)
-the belief as a second head of the policy MLP (`coupjax.networks.PolicyWithBelief`),
-so that its loss shapes the policy's features.  The export is the policy MLP (`coupjax.inference`, kind
+read inside the loop).  Three MLPs (`coupjax.networks.MLP`): policy, value and belief,
+the policy reading only the observation; or (``belief_hidden_sizes: []``) the belief as
+a second head of the policy MLP (`coupjax.networks.PolicyWithBelief`), so that its loss
+shapes the policy's features; or (``policy_reads_belief: true``) the belief MLP inside
+the policy's parameters, the policy reading its probabilities beside the observation
+(`coupjax.networks.PolicyReadingBelief`: the belief learns from the true hands, a dense
+signal, what the policy would hardly learn from rewards; its stop-gradient keeps the
+policy's losses out of it), so that snapshots, the magnet and the export carry the
+belief each policy reads.  The export is the policy (`coupjax.inference`, kind
 ``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
 
 Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
@@ -63,7 +68,7 @@ from jax.sharding import PartitionSpec as P
 from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
-from coupjax.networks import MLP, PolicyWithBelief, init_params
+from coupjax.networks import MLP, PolicyReadingBelief, PolicyWithBelief, init_params
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
 from training.setup import Setup, default_devices
@@ -76,7 +81,8 @@ ECE_BINS = 10
 
 @struct.dataclass
 class RunnerState:
-    params: dict  # {"policy", "value", "belief"}: the three MLPs' parameters
+    params: dict  # {"policy", "value", "belief"}: the three MLPs' parameters (the belief inside the policy's
+    #               when the policy reads it or shares its torso)
     magnet: dict  # the magnet policy's parameters (EMA of params["policy"])
     snapshots: dict  # policy parameters of the K snapshots, stacked [K, ...]
     opt_state: optax.OptState
@@ -247,8 +253,13 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                     cfg.self_weight, cfg.snapshot_weight, cfg.pool_margin, cfg.table_concentration)
     value_net = MLP(1, n, tuple(cfg.hidden_sizes))
     shared = not cfg.belief_hidden_sizes  # the belief head on the policy's torso
+    reads = cfg.policy_reads_belief  # the belief MLP inside the policy's parameters, read by the policy
     if shared:
         policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * rules.NUM_ROLES)
+    elif reads:
+        policy_net = PolicyReadingBelief(A, n, tuple(cfg.hidden_sizes), tuple(cfg.belief_hidden_sizes),
+                                         (n - 1) * rules.NUM_ROLES)
+        belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     else:
         policy_net = MLP(A, n, tuple(cfg.hidden_sizes))
         belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
@@ -280,11 +291,13 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     def policy_logits(p, obs):
         out = policy_net.apply({"params": p}, obs)
-        return out[0] if shared else out
+        return out[0] if shared or reads else out
 
     def belief_logits(params, obs):
-        out = policy_net.apply({"params": params["policy"]}, obs)[1] if shared else \
-            belief_net.apply({"params": params["belief"]}, obs)
+        if shared:
+            out = policy_net.apply({"params": params["policy"]}, obs)[1]
+        else:
+            out = belief_net.apply({"params": params["policy"]["belief"] if reads else params["belief"]}, obs)
         return out.reshape(out.shape[:-1] + (n - 1, rules.NUM_ROLES))
 
     def policy_terms(params, b: Batch):
@@ -312,7 +325,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         k_params, k_env, k_run = jax.random.split(key, 3)
         kp, kv, kb = jax.random.split(k_params, 3)
         params = {"policy": init_params(policy_net, kp, obs_dim), "value": init_params(value_net, kv, obs_dim)}
-        if not shared:
+        if not shared and not reads:
             params["belief"] = init_params(belief_net, kb, obs_dim)
         snaps = jax.tree.map(lambda x: jnp.broadcast_to(x, (K,) + x.shape), params["policy"])
         return RunnerState(params=params, magnet=params["policy"], snapshots=snaps, opt_state=tx.init(params),
@@ -428,8 +441,9 @@ def seed_params(rs: RunnerState, seed: int) -> dict:
 
 def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
-    the policy MLP (`coupjax.inference`, kind ``selfplay``), the belief MLP and the value
-    MLP (``value_file``, which `coupjax.search.selfplay_search` uses to score cut rollouts)."""
+    the policy (`coupjax.inference`, kind ``selfplay``; ``policy_reads_belief``: with the
+    belief it reads), the belief MLP and the value MLP (``value_file``, which
+    `coupjax.search.selfplay_search` uses to score cut rollouts)."""
     from training import checkpoint
 
     cfg, env = setup.config, setup.env
@@ -440,8 +454,12 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     for seed, d in targets:
         params = seed_params(rs, seed)
         policy = {k: v for k, v in params["policy"].items() if k != "belief_out"}
+        reads = {}
         if "belief" in params:
             belief, belief_hidden = params["belief"], cfg.belief_hidden_sizes
+        elif cfg.policy_reads_belief:  # the policy holds the belief it reads: the export too
+            belief, belief_hidden = params["policy"]["belief"], cfg.belief_hidden_sizes
+            reads = {"policy_reads_belief": True}
         else:  # the shared torso with the belief head as its output layer
             belief = {**{k: v for k, v in policy.items() if k != "out"}, "out": params["policy"]["belief_out"]}
             belief_hidden = cfg.hidden_sizes
@@ -450,7 +468,7 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
                        temperature=cfg.export_temperature, config=config_to_dict(cfg),
                        extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,
                               "belief_hidden_sizes": list(belief_hidden), "value_file": VALUE_FILE,
-                              "value_hidden_sizes": list(cfg.hidden_sizes)}, run_dir=run_dir)
+                              "value_hidden_sizes": list(cfg.hidden_sizes), **reads}, run_dir=run_dir)
         (d / BELIEF_FILE).write_bytes(serialization.msgpack_serialize(belief))
         (d / VALUE_FILE).write_bytes(serialization.msgpack_serialize(params["value"]))
     return run_dir / "export"
