@@ -34,7 +34,8 @@ def test_a_bad_shape_is_one_line_and_exit_2(tiny, shape, capsys):
 @pytest.mark.slow
 def test_shapes_count_every_game_step(tiny):
     """Two compiles of a tiny chunk.  Each row's env steps are its games x steps (no pool
-    margin: no stall); the ratio is to the config's row."""
+    margin: no stall); the ratio is to the config's row.  Quick twin:
+    test_shape_overrides_split_and_refuse."""
     out = profile_chunk.profile_shapes(tiny, updates=2, repeats=1, shapes=[["num_envs=16", "rollout_steps=2"]])
     base, other = out["shapes"]
     assert (base["shape"], other["shape"]) == ("(config)", "num_envs=16,rollout_steps=2")
