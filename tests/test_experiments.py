@@ -268,7 +268,7 @@ def test_less_exploitable_only_where_the_intervals_over_training_seeds_do_not_ov
     one = summarize("one", runs([0.9]))
     # nine runs that differ only between training seeds: an interval over 9 runs would be too narrow
     nested = summarize("nested", runs([0.40, 0.40, 0.40, 0.50, 0.50, 0.50, 0.60, 0.60, 0.60]))
-    o = final.exploit_rows(nested["families"]["dqn"])
+    o = final.over_runs(nested["families"]["dqn"])
     assert (o["runs"], o["training_seeds"], o["max"]) == (9, 3, 0.60)
     assert o["ci95_high"] - o["ci95_low"] > 0.4  # t(2) over 3 seeds (0.50); t(8) over 9 runs would say 0.13
     exploit = {"low": low, "high": high, "noisy": noisy, "one": one, "nested": nested}

@@ -29,7 +29,7 @@ recorded in the ledger), then this stage:
   exploitability, the network alone's decision scenarios, training minutes).
 
 `render` derives every verdict from the per-unit figures of the JSON (`rankings`,
-`exploit_rows`), so a report made under an earlier test is re-derived under this one and
+`evals.exploit.over_runs`), so a report made under an earlier test is re-derived under this one and
 says which of its claims were kept, changed or withdrawn; it writes every sentence and
 figure from the JSON (no figure is typed by hand), with a note for every held-out seed
 the ledger shows looked at more than once; `check_results` refuses a text without its
@@ -229,19 +229,10 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     return fin
 
 
-def exploit_rows(rows: list[dict]) -> dict:
-    """One config's best responses of one family (each row a run: ``training_seed`` or
-    ``policy``, best-response ``seed``, ``win_rate``) with the noise that varies: each
-    training seed's best-response seeds averaged first, then the mean over training
-    seeds with a 95% t interval over them (`evals.exploit.over_runs`); ``runs`` and
-    ``training_seeds`` counted, ``max`` the largest run (a maximum: no interval)."""
-    return over_runs(rows)
-
-
 def exploit_comparisons(fin: dict, family: str = "dqn") -> list[dict]:
     """For each ranked pair whose two configs both have ``family`` best responses on
     several training seeds: the two means with their 95% t intervals over training seeds
-    (`exploit_rows`) and the verdict.  "Less exploitable" only where the intervals do not
+    (`evals.exploit.over_runs`) and the verdict.  "Less exploitable" only where the intervals do not
     overlap (a conservative test: the final report's criterion); otherwise "no
     significant difference"."""
     exploit, out = fin.get("exploit", {}), []
@@ -250,7 +241,7 @@ def exploit_comparisons(fin: dict, family: str = "dqn") -> list[dict]:
         rb = exploit.get(b, {}).get("families", {}).get(family)
         if not ra or not rb:
             continue
-        fa, fb = exploit_rows(ra), exploit_rows(rb)
+        fa, fb = over_runs(ra), over_runs(rb)
         if min(fa["training_seeds"], fb["training_seeds"]) < 2:
             continue
         if fa["ci95_high"] < fb["ci95_low"]:
@@ -407,7 +398,7 @@ def _exploit_section(fin: dict) -> list[str]:
         per = "; ".join(f"{Path(p).name}: {_f(v['win_rate'])}" for p, v in e["per_policy"].items())
         fam = []
         for f, frs in e.get("families", {}).items():
-            o = exploit_rows(frs)
+            o = over_runs(frs)
             fam.append(f"{f}: one run, {_f(o['mean'])}" if o["runs"] == 1 else
                        f"{f}: mean {_f(o['mean'])} [{_f(o['ci95_low'])}, {_f(o['ci95_high'])}] over "
                        f"{o['training_seeds']} training seeds ({o['runs']} runs)" if o["training_seeds"] > 1 else
