@@ -256,12 +256,9 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     reads = cfg.policy_reads_belief  # the belief MLP inside the policy's parameters, read by the policy
     if shared:
         policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * rules.NUM_ROLES)
-    elif reads:
-        policy_net = PolicyReadingBelief(A, n, tuple(cfg.hidden_sizes), tuple(cfg.belief_hidden_sizes),
-                                         (n - 1) * rules.NUM_ROLES)
-        belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
-    else:
-        policy_net = MLP(A, n, tuple(cfg.hidden_sizes))
+    else:  # the belief MLP: its own parameters, or the policy's sub-tree "belief" when the policy reads it
+        policy_net = (PolicyReadingBelief(A, n, tuple(cfg.hidden_sizes), tuple(cfg.belief_hidden_sizes),
+                                          (n - 1) * rules.NUM_ROLES) if reads else MLP(A, n, tuple(cfg.hidden_sizes)))
         belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
