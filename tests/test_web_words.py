@@ -76,10 +76,17 @@ def test_every_table_size_is_compiled_in_the_background_default_first():
 
     from coupjax.web.readiness import Readiness
 
-    compiled, gate = [], threading.Event()
-    r = Readiness(False, table=lambda n: compiled.append(n) or (gate.wait(5) if n == 4 else None),
-                  advice=lambda tracker, search: None)
+    compiled, gate, four_started = [], threading.Event(), threading.Event()
+
+    def table(n):
+        compiled.append(n)
+        if n == 4:
+            four_started.set()
+            gate.wait(5)
+
+    r = Readiness(False, table=table, advice=lambda tracker, search: None)
     thread = r.ensure_all()
+    assert four_started.wait(10)  # without this wait, 6 could start before the thread runs
     r.ensure(6)  # the start form names 6 players while 4 compiles
     gate.set()
     thread.join(30)
