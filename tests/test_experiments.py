@@ -456,6 +456,7 @@ def test_final_ranks_each_pool_pair_in_each_condition(tmp_path, monkeypatch):
     from evals.lib import paired
     from evals.lib.stats import holm
     from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
 
     runs = fake_runs(tmp_path, seeds=(21, 22, 23))
     exp = final.read_experiments(runs)
@@ -483,7 +484,7 @@ def test_final_ranks_each_pool_pair_in_each_condition(tmp_path, monkeypatch):
 
     monkeypatch.setattr(paired, "play_paired", fake_play)
     monkeypatch.setattr(paired, "compare", fake_compare)
-    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    fin = final.play_final(exp, runs, [7], 4, n_boot=300)  # planted tables: no game, no held-out seed
     assert seen == BOTH  # one seat table per condition, nothing else in the pool
     assert list(fin["configs_by_condition"]) == BOTH and fin["condition"] == BOTH[0]
     assert fin["configs"] == fin["configs_by_condition"]["aggressive_heavy"]
@@ -497,11 +498,13 @@ def test_final_ranks_each_pool_pair_in_each_condition(tmp_path, monkeypatch):
     assert [r["verdict"] for r in ranks[2:4]] == ["no significant difference between `ref` and `twin`",
                                                   "`ref` beats `twin`"]  # each on its condition's tables
     assert [r["p_holm"] for r in ranks] == pytest.approx(holm([r["p_value"] for r in ranks])["adjusted"])
+    assert ranks[3]["p_holm"] == pytest.approx(5 * ranks[3]["p_value"])  # the smallest p, times all 5 comparisons
     p_mean = (honest["ref"]["win_rate"] + honest["twin"]["win_rate"]) / 2  # Bonferroni over all 5 comparisons
     assert ranks[3]["detectable"] == pytest.approx(final.detectable(3, 3, 150, p_mean, final.between_seed_sd(fin),
                                                                     5))
     with pytest.raises(final.FinalReportError, match="any of 5 comparisons"):
         final.check_boot(exp, 30)
+    assert draw_final(fin, tmp_path / "figs") == {"configs": "configs.png"}  # the first condition's table
     rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
     text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
                         {}, ledger=[])
