@@ -2,8 +2,15 @@
 
 The helpers `evals.experiments` checks every section with, and its ``report`` section:
 what ``python -m evals.report --final`` plays on held-out seeds (``condition``,
-``games``, ``baselines``, ``pairs``, ``head_to_head_games``, ``head_to_head``) and, both
+``games``, ``baselines``, ``pairs``, ``head_to_head_games``, ``head_to_head``) and, all
 optional (issue 40; a config without them gives the report it gave before):
+
+* ``conditions``: a list of conditions (`coupjax.policies.pools.CONDITIONS`) in place of
+  the one ``condition``: the per-config table and every pool pair are played in each, so
+  a pool pair is one ranked comparison per condition (issue 40 asks for wins "in the pool
+  of both conditions").  A list of one is ``condition``; the checked section keeps one
+  spelling (``condition`` for one, ``conditions`` for several), so a one-condition config
+  is saved, played and rendered as before;
 
 * ``curve``: name -> ``{budgets: [LABEL, ...], baseline: LABEL}``, labels of configs that
   are one recipe at growing budgets (e.g. ``num_chunks`` set per label), and a label of
@@ -23,7 +30,8 @@ from __future__ import annotations
 import difflib
 from typing import Mapping
 
-REPORT_KEYS = ("condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head", "curve", "targets")
+REPORT_KEYS = ("condition", "conditions", "games", "baselines", "pairs", "head_to_head_games", "head_to_head", "curve",
+               "targets")
 CURVE_KEYS = ("budgets", "baseline")
 TARGET_KEYS = ("head_to_head", "dqn_mean_at_most", "max_at_most", "max_families", "scenarios_at_least",
                "train_minutes_at_most")
@@ -62,9 +70,18 @@ def report_section(rep: dict, labels: list) -> dict:
     from coupjax.policies.pools import CONDITIONS
     from coupjax.policies.spec import PolicySpecError, describe_spec
 
-    out = {"condition": rep.get("condition", "aggressive_heavy")}
-    if out["condition"] not in CONDITIONS:
-        refuse(f"config key report.condition must be one of {', '.join(CONDITIONS)}, got {out['condition']!r}")
+    if "condition" in rep and "conditions" in rep:
+        refuse("config keys report.condition and report.conditions: give one (a condition, or a list of them)")
+    if "conditions" in rep:
+        conds = str_list("report.conditions", rep["conditions"])
+        if not conds or len(set(conds)) != len(conds) or any(c not in CONDITIONS for c in conds):
+            refuse(f"config key report.conditions must list different conditions of {', '.join(CONDITIONS)}, "
+                   f"got {rep['conditions']!r}")
+        out = {"condition": conds[0]} if len(conds) == 1 else {"conditions": list(conds)}
+    else:
+        out = {"condition": rep.get("condition", "aggressive_heavy")}
+        if out["condition"] not in CONDITIONS:
+            refuse(f"config key report.condition must be one of {', '.join(CONDITIONS)}, got {out['condition']!r}")
     for key, default in (("games", 4000), ("head_to_head_games", 1000)):
         v = rep.get(key, default)
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -95,6 +112,12 @@ def report_section(rep: dict, labels: list) -> dict:
     if "targets" in rep:
         out["targets"] = _targets(rep["targets"], labels, known)
     return out
+
+
+def report_conditions(rep: Mapping) -> list[str]:
+    """The conditions a ``report`` section (checked, or as saved beside the runs) plays the
+    pool in, in order: ``conditions``, or the one ``condition``."""
+    return list(rep.get("conditions") or [rep.get("condition", "aggressive_heavy")])
 
 
 def _curve(raw, labels: list, known: list) -> dict:

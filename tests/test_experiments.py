@@ -372,6 +372,7 @@ def test_final_sections_from_planted_tables(tmp_path, monkeypatch):
     assert ref["ci95_low"] < ref["win_rate"] < ref["ci95_high"]  # two different training seeds: an interval
     verdicts = [r["verdict"] for r in fin["rankings"]]
     assert verdicts == ["`ref` beats `random`", "no significant difference between `ref` and `twin`"]
+    assert "configs_by_condition" not in fin  # one condition: the report.json of before report.conditions
     cfg = config_from_dict({**MICRO, "seeds": [7]})
     rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
     from evals.report.figures import draw_final
@@ -415,6 +416,108 @@ def test_head_to_head_leaves_bs_first_seed_out_of_its_side(tmp_path, monkeypatch
     assert seen["opponents"] == twin[0] and seen["b"] == twin[1:] and len(seen["a"]) == 3
     (r,) = fin["rankings"]
     assert r["kind"] == "head_to_head" and (r["units_a"], r["units_b"]) == (3, 2) and r["test"] == "welch"
+
+
+# ------------------------------------------------------------------ the pool in several conditions (issue 40)
+BOTH = ["aggressive_heavy", "honest_heavy"]
+
+
+def test_report_conditions_is_a_list_of_conditions(tmp_path, capsys):
+    """``report.conditions`` lists conditions for the pool (issue 40: "in the pool of both
+    conditions"); a list of one is the one ``condition``, so such a config is saved and
+    played as before; a mistake is one line naming the key."""
+    both = experiments.load_config(write(tmp_path / "b.yaml", {**SMALL, "report": {**SMALL["report"],
+                                                                                  "conditions": BOTH}}))
+    assert both.report["conditions"] == BOTH and "condition" not in both.report
+    assert final.report_conditions(both.report) == BOTH
+    one = experiments.load_config(write(tmp_path / "o.yaml", {**SMALL, "report": {**SMALL["report"],
+                                                                                 "conditions": ["honest_heavy"]}}))
+    assert one.report["condition"] == "honest_heavy" and "conditions" not in one.report
+    plain = experiments.load_config(write(tmp_path / "p.yaml", SMALL))
+    assert final.report_conditions(plain.report) == ["aggressive_heavy"] and "conditions" not in plain.report
+    for bad, words in (({"conditions": ["aggressive_heavy", "honest_heavvy"]},
+                        ("config key report.conditions must list different conditions of", "'honest_heavvy'")),
+                       ({"conditions": ["honest_heavy", "honest_heavy"]}, ("config key report.conditions",)),
+                       ({"conditions": []}, ("config key report.conditions",)),
+                       ({"conditions": "honest_heavy"}, ("config key report.conditions must be a list",)),
+                       ({"condition": "honest_heavy", "conditions": BOTH},
+                        ("report.condition and report.conditions: give one",))):
+        cfg = write(tmp_path / "bad.yaml", {**SMALL, "report": {**SMALL["report"], **bad}})
+        one_line_error(capsys, lambda: experiments.main(["--config", str(cfg), "--dry-run"]), experiments.PROG,
+                       *words)
+
+
+def test_final_ranks_each_pool_pair_in_each_condition(tmp_path, monkeypatch):
+    """With ``report.conditions`` the seat table is played once per condition (the same
+    held-out seeds), each pool pair is ranked once per condition on that condition's
+    tables, Holm (and the detectable effect, and the resamples check) counts every
+    comparison, pairs x conditions + head to head, and docs/results.md gives a table per
+    condition and names the condition in each pool sentence."""
+    from evals.lib import paired
+    from evals.lib.stats import holm
+    from evals.report.config import config_from_dict
+    from evals.report.figures import draw_final
+
+    runs = fake_runs(tmp_path, seeds=(21, 22, 23))
+    exp = final.read_experiments(runs)
+    del exp["report"]["condition"]
+    exp["report"].update(conditions=BOTH, head_to_head=[["ref", "twin"]])
+    u = np.random.default_rng(1).random((1, 150))
+    seen = []
+
+    def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
+        # `twin` equals `ref` at aggressive_heavy tables and is far weaker at honest_heavy ones
+        seen.append(opponents)
+        twin = 0.2 if opponents == "honest_heavy" else 0.5
+
+        def rate(x):
+            return (0.05 if x == "random" else twin - 0.02 * ("seed_23" in x) if "/twin/" in x
+                    else 0.5 - 0.02 * ("seed_22" in x))
+
+        wins = np.stack([u < rate(x) for x in units_a]).astype(float)
+        return {"wins": (wins, wins[:1]), "placement": (4 - 3 * wins, 4 - 3 * wins[:1])}
+
+    def fake_compare(env, spec_a, spec_b, games, seeds, opponents=None, **kwargs):
+        return {"win_rate_a": 0.3, "win_rate_b": 0.25,
+                "per_unit": {"a": {x: 0.30 + 0.01 * i for i, x in enumerate(spec_a.split(","))},
+                             "b": {x: 0.25 + 0.01 * i for i, x in enumerate(spec_b.split(","))}}}
+
+    monkeypatch.setattr(paired, "play_paired", fake_play)
+    monkeypatch.setattr(paired, "compare", fake_compare)
+    fin = final.play_final(exp, runs, [7], 4, n_boot=300)  # planted tables: no game, no held-out seed
+    assert seen == BOTH  # one seat table per condition, nothing else in the pool
+    assert list(fin["configs_by_condition"]) == BOTH and fin["condition"] == BOTH[0]
+    assert fin["configs"] == fin["configs_by_condition"]["aggressive_heavy"]
+    honest = fin["configs_by_condition"]["honest_heavy"]
+    assert honest["twin"]["win_rate"] == pytest.approx(float(np.mean(u < 0.2) * 2 + np.mean(u < 0.18)) / 3)
+    ranks = fin["rankings"]
+    assert [(r["kind"], r["a"], r["b"], r["opponents"] if r["kind"] == "pool" else None) for r in ranks] == [
+        ("pool", "ref", "random", "aggressive_heavy"), ("pool", "ref", "random", "honest_heavy"),
+        ("pool", "ref", "twin", "aggressive_heavy"), ("pool", "ref", "twin", "honest_heavy"),
+        ("head_to_head", "ref", "twin", None)]
+    assert [r["verdict"] for r in ranks[2:4]] == ["no significant difference between `ref` and `twin`",
+                                                  "`ref` beats `twin`"]  # each on its condition's tables
+    assert [r["p_holm"] for r in ranks] == pytest.approx(holm([r["p_value"] for r in ranks])["adjusted"])
+    assert ranks[3]["p_holm"] == pytest.approx(5 * ranks[3]["p_value"])  # the smallest p, times all 5 comparisons
+    p_mean = (honest["ref"]["win_rate"] + honest["twin"]["win_rate"]) / 2  # Bonferroni over all 5 comparisons
+    assert ranks[3]["detectable"] == pytest.approx(final.detectable(3, 3, 150, p_mean, final.between_seed_sd(fin),
+                                                                    5))
+    with pytest.raises(final.FinalReportError, match="any of 5 comparisons"):
+        final.check_boot(exp, 30)
+    assert draw_final(fin, tmp_path / "figs") == {"configs": "configs.png"}  # the first condition's table
+    rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {}, ledger=[])
+    lines = text.splitlines()
+    assert "In `aggressive_heavy` tables:" in lines and "In `honest_heavy` tables:" in lines
+    assert "the other seats drawn from each condition in turn, one table per condition: `aggressive_heavy`, " \
+           "`honest_heavy`)" in text
+    assert "Holm-corrected over the 5 comparisons of this report (each pool pair once in each of the 2 " \
+           "conditions)" in text
+    assert "**`ref` beats `twin`** in one seat of `honest_heavy` tables:" in text
+    assert ("**No significant difference between `ref` and `twin`** in one seat of `aggressive_heavy` tables:"
+            in text)
+    assert sum("in one seat of `" in x for x in lines) == 4 and sum("head to head (each" in x for x in lines) == 1
 
 
 @pytest.mark.slow

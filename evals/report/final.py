@@ -9,15 +9,17 @@ recorded in the ledger), then this stage:
   a missing or unfinished run;
 * seats every training-seed unit of every config, and each baseline, in the same seat
   of the same tables (`evals.lib.paired.play_paired`; other seats drawn from the
-  ``report.condition``): per config, its mean win rate with a Student-t interval over
-  training seeds, beside each training seed's own figure;
-* ranks every pair of ``report.pairs`` (one seat of the pool's tables) and of
-  ``report.head_to_head`` (A, then B's other training seeds, in one seat against three
-  copies of B's first training seed: B's first seed does not play itself) by Welch's t
-  on the training-seed units' mean win rates (`evals.lib.stats.unit_test`), Holm-
-  corrected over all of them (`evals.lib.stats.holm`): "beats" only where the
-  corrected test rejects and the 95% interval excludes 0, otherwise "no significant
-  difference"; each sentence with the smallest effect its design could detect;
+  ``report.condition``, or from each of ``report.conditions`` in turn): per config and
+  condition, its mean win rate with a Student-t interval over training seeds, beside
+  each training seed's own figure;
+* ranks every pair of ``report.pairs`` (one seat of the pool's tables: one comparison
+  per condition, named by its ``opponents``) and of ``report.head_to_head`` (A, then B's
+  other training seeds, in one seat against three copies of B's first training seed:
+  B's first seed does not play itself; no condition) by Welch's t on the training-seed
+  units' mean win rates (`evals.lib.stats.unit_test`), Holm-corrected over all of them,
+  every condition's included (`evals.lib.stats.holm`): "beats" only where the corrected
+  test rejects and the 95% interval excludes 0, otherwise "no significant difference";
+  each sentence with the smallest effect its design could detect;
 * reports exploitability from ``DIR/exploit.json`` (`evals.exploit.summarize` per
   config): per family the mean over training seeds (each training seed's best-response
   seeds averaged first) with a t interval over training seeds; the maximum over runs as a
@@ -47,11 +49,12 @@ import numpy as np
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
 from coupjax.yaml_file import read_yaml
+from evals.experiments_keys import report_conditions
 from evals.exploit import over_runs
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
 from evals.report.markdown import markdown_table
-from evals.report.recipe import curve_section, play_recipe, pool_units, targets_section
+from evals.report.recipe import condition_tables, curve_section, play_recipe, pool_units, targets_section
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -109,17 +112,25 @@ def _verdict(a: str, b: str, lo: float, hi: float, reject: bool) -> str:
 
 def between_seed_sd(fin: dict) -> float:
     """The spread of a trained config's win rate over its training seeds, pooled over the
-    report's configs with several (the root of their mean variance): the design's noise."""
-    var = [np.var([u["win_rate"] for u in c["units"]], ddof=1) for c in fin["configs"].values()
-           if len(c["units"]) > 1]
+    report's configs with several, in every condition (the root of their mean variance):
+    the design's noise."""
+    var = [np.var([u["win_rate"] for u in c["units"]], ddof=1) for configs in condition_tables(fin).values()
+           for c in configs.values() if len(c["units"]) > 1]
     return float(np.sqrt(np.mean(var))) if var else 0.0
+
+
+def pool_condition(fin: dict, r: dict) -> str | None:
+    """The condition of a ranked pair's tables: a pool pair's ``opponents`` (the report's one
+    condition where an older report.json did not say); None head to head."""
+    return r.get("opponents", fin.get("condition")) if r["kind"] == "pool" else None
 
 
 def _sides(fin: dict, r: dict):
     """(A's unit means, B's, A's tables per unit, B's) of a ranked pair; None where the
     report did not keep them (a head-to-head pair of a report made before issue 41)."""
     if r["kind"] == "pool":
-        (ma, ga), (mb, gb) = pool_units(fin, r["a"]), pool_units(fin, r["b"])
+        cond = pool_condition(fin, r)
+        (ma, ga), (mb, gb) = pool_units(fin, r["a"], cond), pool_units(fin, r["b"], cond)
         return ma, mb, ga, gb
     if "per_unit" not in r:
         return None
@@ -185,7 +196,7 @@ def check_boot(exp: dict, n_boot: int) -> None:
     """FinalReportError if ``n_boot`` resamples are too few for any of the report's
     comparisons to pass Holm's correction (the smallest bootstrap p-value is 2 / (n_boot + 1))."""
     rep = exp["report"]
-    m = len(rep.get("pairs", [])) + len(rep.get("head_to_head", []))
+    m = len(rep.get("pairs", [])) * len(report_conditions(rep)) + len(rep.get("head_to_head", []))
     if m and 2.0 * m / (n_boot + 1) > ALPHA:
         raise FinalReportError(f"{n_boot} bootstrap resamples cannot show any of {m} comparisons at {ALPHA:g} after "
                                f"Holm's correction; use at least {int(2 * m / ALPHA)}")
@@ -202,13 +213,15 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     env = Env(num_players)
     by_label = units(exp, runs)
     every = list(dict.fromkeys(u for us in by_label.values() for u in us))
-    res = play_paired(env, every, every[:1], rep["games"], list(seeds), rep["condition"], batch)
-    wins, place = res["wins"][0], res["placement"][0]
     rows = {label: np.array([every.index(u) for u in us]) for label, us in by_label.items()}
-    configs = {label: summarize_units(label, us, wins[rows[label]], place[rows[label]])
-               for label, us in by_label.items()}
-    pairs = [{"kind": "pool", "a": a, "b": b, "games": rep["games"], "seeds": list(seeds),
-              "opponents": rep["condition"]} for a, b in rep.get("pairs", [])]
+    conditions, tables = report_conditions(rep), {}
+    for cond in conditions:  # the same held-out seeds, the other seats drawn from each condition
+        res = play_paired(env, every, every[:1], rep["games"], list(seeds), cond, batch)
+        wins, place = res["wins"][0], res["placement"][0]
+        tables[cond] = {label: summarize_units(label, us, wins[rows[label]], place[rows[label]])
+                        for label, us in by_label.items()}
+    pairs = [{"kind": "pool", "a": a, "b": b, "games": rep["games"], "seeds": list(seeds), "opponents": cond}
+             for a, b in rep.get("pairs", []) for cond in conditions]
     for a, b in rep.get("head_to_head", []):
         # B's first training seed fills the three other seats: it does not play itself (a share
         # of 1/4 by symmetry), unless B is one unit (a fixed policy) and has no other
@@ -220,9 +233,13 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
                       "win_rate_b": r["win_rate_b"], "per_unit": r["per_unit"]})
     exploit_path = Path(runs) / "exploit.json"
     exploit = json.loads(exploit_path.read_text()) if exploit_path.is_file() else {}
-    fin = {"runs": str(runs), "seeds": list(seeds), "condition": rep["condition"], "games": rep["games"],
-           "training_seeds": list(exp["training_seeds"]), "configs": configs, "rankings": pairs,
+    # ``condition`` and ``configs`` are the first condition's (the figure and the compute curve use
+    # them); ``configs_by_condition`` only with several, so a one-condition report.json is what it was
+    fin = {"runs": str(runs), "seeds": list(seeds), "condition": conditions[0], "games": rep["games"],
+           "training_seeds": list(exp["training_seeds"]), "configs": tables[conditions[0]], "rankings": pairs,
            "exploit": exploit, "n_boot": n_boot, "alpha": ALPHA}
+    if len(conditions) > 1:
+        fin["configs_by_condition"] = tables
     fin["rankings"] = rank(fin)
     fin["exploit_comparisons"] = exploit_comparisons(fin)
     fin.update(play_recipe(env, rep, by_label, list(seeds), batch))
@@ -262,26 +279,33 @@ def _f(x, d=3):
 
 
 def _config_section(fin: dict) -> list[str]:
+    tables = condition_tables(fin)
+    drawn = (f"`{fin['condition']}`" if len(tables) == 1 else
+             "each condition in turn, one table per condition: " + ", ".join(f"`{c}`" for c in tables))
     lines = ["## Each config over its training seeds", "",
              f"Every unit in the same seat of the same {fin['games']:,} four-player tables per held-out seed "
-             f"(seeds {', '.join(map(str, fin['seeds']))}; the other seats drawn from `{fin['condition']}`). "
+             f"(seeds {', '.join(map(str, fin['seeds']))}; the other seats drawn from {drawn}). "
              "A config's win rate is the mean over its training seeds with a 95% Student-t interval over them "
              "(the noise of training); each training seed's own figure carries a 95% Wilson interval over its "
              "tables.", ""]
-    rows = []
-    for label, c in fin["configs"].items():
-        per = "; ".join(f"{Path(u['unit']).name}: {_f(u['win_rate'])} [{_f(u['ci95_low'])}, {_f(u['ci95_high'])}]"
-                        for u in c["units"])
-        over = (f"{_f(c['win_rate'])} [{_f(c['ci95_low'])}, {_f(c['ci95_high'])}]" if c["training_seeds"] > 1
-                else f"{_f(c['win_rate'])} (one unit: a fixed policy, no training-seed interval)")
-        rows.append([f"`{label}`", c["training_seeds"], over, per])
-    return lines + markdown_table(["config", "training seeds", "win rate, mean over training seeds [95%]",
-                           "per training seed [95% over tables]"], rows)
+    for cond, configs in tables.items():
+        rows = []
+        for label, c in configs.items():
+            per = "; ".join(f"{Path(u['unit']).name}: {_f(u['win_rate'])} [{_f(u['ci95_low'])}, "
+                            f"{_f(u['ci95_high'])}]" for u in c["units"])
+            over = (f"{_f(c['win_rate'])} [{_f(c['ci95_low'])}, {_f(c['ci95_high'])}]" if c["training_seeds"] > 1
+                    else f"{_f(c['win_rate'])} (one unit: a fixed policy, no training-seed interval)")
+            rows.append([f"`{label}`", c["training_seeds"], over, per])
+        if len(tables) > 1:
+            lines += [f"In `{cond}` tables:", ""]
+        lines += markdown_table(["config", "training seeds", "win rate, mean over training seeds [95%]",
+                                 "per training seed [95% over tables]"], rows)
+    return lines
 
 
 def _where(fin: dict, r: dict) -> str:
     if r["kind"] == "pool":
-        return f"in one seat of `{fin['condition']}` tables"
+        return f"in one seat of `{pool_condition(fin, r)}` tables"
     if "per_unit" not in r:  # played before issue 41: B's first seed also sat in B's seat
         return f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed)"
     return (f"head to head (each in one seat against three copies of `{r['b']}`'s first training seed, which "
@@ -305,14 +329,16 @@ def _ranking_section(fin: dict) -> list[str]:
     ranks = rank(fin)
     if not ranks:
         return []
+    n_cond = len(condition_tables(fin))
+    per_condition = f" (each pool pair once in each of the {n_cond} conditions)" if n_cond > 1 else ""
     lines = ["## Rankings", "",
              f"Each sentence comes from Welch's t test on the training-seed units' mean win rates (the same tables; "
              f"a fixed policy is one unit with its tables' binomial noise; `evals.lib.stats.unit_test`), "
-             f"Holm-corrected over the {len(ranks)} comparisons of this report: \"beats\" only where the corrected "
-             f"test rejects at {fin['alpha']:g} and the 95% t interval excludes 0. \"Detectable\" is the smallest "
-             f"difference the pair's design finds at {POWER:.0%} power (Bonferroni over the {len(ranks)}, t "
-             f"quantiles on the test's degrees of freedom, a spread of {between_seed_sd(fin):.3f} in win rate over "
-             "training seeds: the pooled spread of this report's trained configs).", ""]
+             f"Holm-corrected over the {len(ranks)} comparisons of this report{per_condition}: \"beats\" only where "
+             f"the corrected test rejects at {fin['alpha']:g} and the 95% t interval excludes 0. \"Detectable\" is "
+             f"the smallest difference the pair's design finds at {POWER:.0%} power (Bonferroni over the "
+             f"{len(ranks)}, t quantiles on the test's degrees of freedom, a spread of {between_seed_sd(fin):.3f} in "
+             "win rate over training seeds: the pooled spread of this report's trained configs).", ""]
     lines += _few_seeds(fin)
     for r in ranks:
         if r.get("withdrawn"):

@@ -28,9 +28,17 @@ from evals.lib.stats import unit_test
 from evals.report.markdown import markdown_table
 
 
-def pool_units(fin: dict, label: str) -> tuple[list[float], int]:
-    """(each unit's win rate, its tables) of ``label`` in the pool's tables."""
-    units = fin["configs"][label]["units"]
+def condition_tables(fin: dict) -> dict:
+    """Condition -> its per-config figures in the pool's tables, in the report's order: each
+    of ``report.conditions`` (``configs_by_condition``), or the one ``condition``."""
+    return fin.get("configs_by_condition") or {fin.get("condition"): fin["configs"]}
+
+
+def pool_units(fin: dict, label: str, condition: str | None = None) -> tuple[list[float], int]:
+    """(each unit's win rate, its tables) of ``label`` in the pool's tables of ``condition``
+    (default the first condition's, ``fin["configs"]``)."""
+    configs = fin["configs"] if condition is None else condition_tables(fin)[condition]
+    units = configs[label]["units"]
     return [u["win_rate"] for u in units], units[0]["games"]
 
 
@@ -112,9 +120,10 @@ def _minutes(costs: list[dict]) -> list[float]:
 def curve_rows(fin: dict, name: str) -> list[dict]:
     """One compute curve (``report.curve.NAME``) derived from the JSON: per budget label,
     its training minutes (mean, min, max over training seeds), env steps per second
-    (mean), its pool win rate minus the baseline's on the same tables (`unit_test` over
-    training seeds, as the ranked pairs; not Holm-corrected: a description, not a claim)
-    and its ``dqn`` best responses (`evals.exploit.over_runs`; None where not measured)."""
+    (mean), its pool win rate minus the baseline's on the same tables of the report's
+    first condition (`unit_test` over training seeds, as the ranked pairs; not Holm-
+    corrected: a description, not a claim) and its ``dqn`` best responses
+    (`evals.exploit.over_runs`; None where not measured)."""
     c = fin["curve"][name]
     rows = []
     for label in c["budgets"]:
@@ -146,11 +155,11 @@ def curve_section(fin: dict) -> list[str]:
              "The same recipe trained at growing budgets (`report.curve`). Training minutes are each run's "
              "`wall_seconds` in its summary.json (compilation included; the mean over training seeds, their range in "
              "brackets), on the machine and under the load that trained them; env steps per second likewise (the "
-             "mean over training seeds). The win rate against the baseline is the pool's (the same tables as the "
-             "first table): the mean difference over training seeds with Welch's 95% t interval, as the rankings, "
-             "but not Holm-corrected (a description, not a ranked claim). Exploitability is the `dqn` best "
-             "response's mean over training seeds (best-response seeds averaged within each first) with a 95% t "
-             "interval over them.", ""]
+             f"mean over training seeds). The win rate against the baseline is the pool's in `{fin['condition']}` "
+             "(the same tables as the first table): the mean difference over training seeds with Welch's 95% t "
+             "interval, as the rankings, but not Holm-corrected (a description, not a ranked claim). Exploitability "
+             "is the `dqn` best response's mean over training seeds (best-response seeds averaged within each "
+             "first) with a 95% t interval over them.", ""]
     for name, c in fin["curve"].items():
         rows = []
         for r in curve_rows(fin, name):
