@@ -11,8 +11,10 @@ or the export directory itself, which holds:
   reads its learned belief (``policy_reads_belief: true`` in policy.json, with
   ``belief_hidden_sizes``) holds the belief MLP's parameters as ``"belief"`` beside
   them, and its first layer reads the observation and the belief's (n-1) x 5
-  probabilities (`coupjax.networks.PolicyReadingBelief`); exports without the field
-  are the plain MLP.
+  probabilities (`coupjax.networks.PolicyReadingBelief`).  One that reads the exact
+  posterior (``policy_reads_posterior: true``) has an MLP's parameters whose first
+  layer reads the observation and `coupjax.networks.posterior_features`
+  (`PolicyReadingPosterior`); exports without either field are the plain MLP.
 
 It returns a policy of the common interface ``policy(key, state) -> logits``
 (float32[num_actions], ``-inf`` exactly on the illegal actions; jit/vmap-able) that
@@ -25,7 +27,7 @@ reads only ``state.observation`` and ``state.legal_action_mask``:
   cloned policy, or the self-play policy head), divided by the temperature (1 samples
   the policy; 0 is greedy as above).
 
-The network is `coupjax.networks.MLP` (or `PolicyReadingBelief`), the module training
+The network is `coupjax.networks.MLP` (or one of the two readers), the module training
 trains (its input is the observation multiplied by `coupjax.networks.observation_scale`):
 an export is loaded by the code that defined it, and this module needs nothing from
 ``training``.  Flax comes with the first `load_policy`, not with ``import coupjax``.
@@ -96,8 +98,13 @@ def read_export(path) -> tuple[dict, dict]:
     if reads_belief not in (True, False) or (reads_belief and "belief_hidden_sizes" not in info):
         raise ValueError(f"corrupt policy file {str(meta_path)!r}: policy_reads_belief must be true or false, "
                          f"and true needs belief_hidden_sizes")
+    reads_posterior = info.get("policy_reads_posterior", False)
+    if reads_posterior not in (True, False) or (reads_posterior and reads_belief):
+        raise ValueError(f"corrupt policy file {str(meta_path)!r}: policy_reads_posterior must be true or false, "
+                         f"and not beside policy_reads_belief")
     num_belief = (n - 1) * rules.NUM_ROLES
-    layers = [("", [obs_dim + (num_belief if reads_belief else 0)] + hidden + [int(info["num_actions"])])]
+    extra_inputs = num_belief if reads_belief else (num_belief + 2 if reads_posterior else 0)
+    layers = [("", [obs_dim + extra_inputs] + hidden + [int(info["num_actions"])])]
     if reads_belief:
         layers.append(("belief", [obs_dim] + list(info["belief_hidden_sizes"]) + [num_belief]))
     try:
@@ -135,7 +142,7 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
 
     params = jax.tree.map(jnp.asarray, params)
     log_probs = info["kind"] != "dqn"
-    values = policy_network_of(params, n)
+    values = policy_network_of(params, n, info.get("policy_reads_posterior", False))
 
     def policy(key, state):
         del key

@@ -11,6 +11,8 @@ second head, the belief, on its last hidden layer (self-play's shared torso).
 `PolicyReadingBelief`: a belief MLP of its own (sub-module ``belief``) whose
 probabilities the policy MLP reads beside the observation, one parameter tree
 (`policy_network_of` evaluates either kind from its parameters alone).
+`PolicyReadingPosterior`: the policy MLP on the observation and the exact posterior's
+marginals (`coupjax.beliefs.posterior`), which have no parameters.
 
 Flax is imported here, so ``import coupjax`` never imports this module; the package
 loads it on first use (`coupjax.inference.load_policy`).
@@ -25,7 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from coupjax import rules
+from coupjax.beliefs.posterior import exact_posterior
 from coupjax.game.views import SEAT_FEATURES, observation_layout
+from coupjax.observation import parse
 
 
 def observation_scale(num_players: int) -> np.ndarray:
@@ -118,6 +122,54 @@ class PolicyReadingBelief(nn.Module):
         return nn.Dense(self.num_actions, name="out")(_hidden_layers(x, self.hidden_sizes)), belief
 
 
+def posterior_features(obs, num_players: int):
+    """float32[..., (n-1) x 5 + 2]: what `PolicyReadingPosterior` reads beside the observation.
+
+    The exact posterior's P(relative opponent k holds role r) (`coupjax.beliefs.posterior`,
+    its default claim likelihoods), then P(the pending action claim is true) and P(the
+    pending block claim is true) under it (1 where there is none, or where the claimant is
+    the observer, whose own hand the observation holds).  A function of the observation
+    alone, so every seat computes it from its own view and nothing hidden enters."""
+    obs = jnp.asarray(obs, jnp.float32)
+    flat = obs.reshape((-1, obs.shape[-1]))
+
+    def one(o):
+        marginals = exact_posterior(o, num_players)["role_marginals"]
+        v = parse(o, num_players)
+
+        def truth(seat, role):
+            p = marginals[jnp.clip(seat, 0, num_players - 1), jnp.clip(role, 0, rules.NUM_ROLES - 1)]
+            return jnp.where((seat > 0) & (role >= 0), p, 1.0)
+
+        return jnp.concatenate([marginals[1:].reshape(-1), jnp.stack([truth(v.actor, v.claim),
+                                                                      truth(v.blocker, v.block_role)])])
+
+    out = jax.vmap(one)(flat)
+    return out.reshape(obs.shape[:-1] + out.shape[-1:])
+
+
+def num_posterior_features(num_players: int) -> int:
+    return (num_players - 1) * rules.NUM_ROLES + 2
+
+
+class PolicyReadingPosterior(nn.Module):
+    """The policy MLP on concat(scaled observation, `posterior_features`): the exact
+    posterior's marginals and the truth of the pending claims, which a network learns
+    only slowly from sparse rewards (that a claim is impossible because every copy of
+    its role is visible, or that a caught bluffer still holds no copy).  The features
+    have no parameters, so the parameters are exactly an `MLP`'s (``hidden_i``, ``out``)
+    with a wider first layer; returns the policy logits like `MLP`."""
+
+    num_actions: int
+    num_players: int
+    hidden_sizes: tuple
+
+    @nn.compact
+    def __call__(self, obs):
+        x = jnp.concatenate([_scaled(obs, self.num_players), posterior_features(obs, self.num_players)], axis=-1)
+        return nn.Dense(self.num_actions, name="out")(_hidden_layers(x, self.hidden_sizes))
+
+
 def make_network(env, hidden_sizes=(128, 128)) -> MLP:
     """The Q-network / policy head for ``env``: obs -> num_actions values."""
     return MLP(num_outputs=env.num_actions, num_players=env.num_players, hidden_sizes=tuple(hidden_sizes))
@@ -142,9 +194,15 @@ def apply_mlp(params, obs, num_players: int):
     return mlp_of(params, num_players).apply({"params": params}, obs)
 
 
-def policy_network_of(params, num_players: int):
-    """``obs -> policy logits`` (or q-values) of an export's ``params``: an `MLP`'s, or a
-    `PolicyReadingBelief`'s when they hold its ``belief`` sub-tree (shapes read from them)."""
+def policy_network_of(params, num_players: int, reads_posterior: bool = False):
+    """``obs -> policy logits`` (or q-values) of an export's ``params``: an `MLP`'s, a
+    `PolicyReadingPosterior`'s (``reads_posterior``: its parameters are an MLP's with a
+    wider first layer, so the export says which), or a `PolicyReadingBelief`'s when they
+    hold its ``belief`` sub-tree (shapes read from them)."""
+    if reads_posterior:
+        plain = mlp_of(params, num_players)
+        network = PolicyReadingPosterior(plain.num_outputs, num_players, plain.hidden_sizes)
+        return lambda obs: network.apply({"params": params}, obs)
     if "belief" not in params:
         network = mlp_of(params, num_players)
         return lambda obs: network.apply({"params": params}, obs)
@@ -155,5 +213,6 @@ def policy_network_of(params, num_players: int):
     return lambda obs: network.apply({"params": params}, obs)[0]
 
 
-__all__ = ["observation_scale", "MLP", "PolicyWithBelief", "PolicyReadingBelief", "make_network", "init_params",
+__all__ = ["observation_scale", "MLP", "PolicyWithBelief", "PolicyReadingBelief", "PolicyReadingPosterior",
+           "posterior_features", "num_posterior_features", "make_network", "init_params",
            "mlp_of", "apply_mlp", "policy_network_of"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from coupjax import Env
 from coupjax.inference import load_policy
-from coupjax.networks import (MLP, PolicyReadingBelief, PolicyWithBelief, apply_mlp, init_params, observation_scale,
+from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, apply_mlp, init_params, observation_scale,
                               policy_network_of)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,3 +99,46 @@ def test_the_policy_reading_its_belief_reads_it_and_cannot_train_it():
     assert np.asarray(g_policy["hidden_0"]["kernel"]).any()
     assert all(not np.asarray(g).any() for k in policy for g in jax.tree.leaves(g_belief[k]))
     assert np.asarray(g_belief["belief"]["hidden_0"]["kernel"]).any()
+
+
+def test_the_posterior_features_say_an_impossible_or_disproven_claim_is_false():
+    """`posterior_features`' last two entries, P(the pending action / block claim is
+    true), are exactly 0 in every scenario whose claim every visible copy or a caught
+    bluff rules out, and strictly between 0 and 1 for a first claim nothing rules out."""
+    from coupjax.beliefs.posterior import claim_truth_probabilities
+    from coupjax.networks import num_posterior_features, posterior_features
+    from evals.report import decision_benchmark as db
+
+    built = {sc.name: m for sc, m in db.build_all()}
+    false = [name for name in built if name.startswith(("impossible_", "caught_bluff_"))
+             and db.SCENARIOS[[x.name for x in db.SCENARIOS].index(name)].kind in ("react", "answer_block")]
+    assert len(false) == 11
+    obs = jnp.stack([built[name].state.observation for name in false + ["last_card_lets_a_tax_pass"]])
+    feats = np.asarray(jax.jit(lambda o: posterior_features(o, 4))(obs))
+    assert feats.shape == (12, num_posterior_features(4))
+    pending = feats[:, -2:].min(axis=1)  # the claim under challenge is the action's or the block's
+    np.testing.assert_array_equal(pending[:11], 0.0)
+    assert 0.0 < pending[11] < 1.0
+    marginals = np.asarray(jax.vmap(lambda o: claim_truth_probabilities(o, 4))(obs))
+    np.testing.assert_allclose(feats[:, :15], marginals[:, 1:].reshape(12, 15), atol=1e-6)
+
+
+def test_the_policy_reading_the_posterior_is_an_mlp_on_wider_input():
+    """Its parameters are an MLP's (``hidden_i``, ``out``) whose first layer reads
+    concat(scaled observation, posterior features); `policy_network_of` evaluates it
+    only when told (the shapes alone would not say so)."""
+    from coupjax.networks import num_posterior_features, posterior_features
+
+    env = Env(4)
+    n, A, d = env.num_players, env.num_actions, env.observation_shape[0]
+    net = PolicyReadingPosterior(A, n, (16,))
+    params = init_params(net, jax.random.PRNGKey(0), d)
+    assert set(params) == {"hidden_0", "out"}
+    assert params["hidden_0"]["kernel"].shape == (d + num_posterior_features(n), 16)
+    obs = _states(env, 8).observation
+    x = jnp.concatenate([obs * observation_scale(n), posterior_features(obs, n)], -1)
+    by_hand = jax.nn.relu(x @ params["hidden_0"]["kernel"] + params["hidden_0"]["bias"])
+    by_hand = by_hand @ params["out"]["kernel"] + params["out"]["bias"]
+    logits = net.apply({"params": params}, obs)
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(by_hand), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(np.asarray(policy_network_of(params, n, True)(obs)), np.asarray(logits))

@@ -35,6 +35,8 @@ TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatche
 
 # the policy reads its learned belief (`coupjax.networks.PolicyReadingBelief`): one seed, one chunk
 READING = dict(TINY, policy_reads_belief=True, num_seeds=1, num_chunks=1)
+# the policy reads the exact posterior (`coupjax.networks.PolicyReadingPosterior`)
+POSTERIOR = dict(TINY, policy_reads_posterior=True, num_seeds=1, num_chunks=1, updates_per_chunk=1)
 
 
 def _same(a, b):
@@ -328,6 +330,29 @@ def test_the_policy_reading_its_belief_trains_exports_and_plays(reading):
     np.testing.assert_allclose(belief, want, rtol=1e-5, atol=1e-6)
 
 
+def test_the_policy_reading_the_posterior_trains_exports_and_plays(tmp_path):
+    """The export says it reads the posterior, loads as the training network, and passes
+    the leak test (the features come from the acting seat's observation alone)."""
+    from training.selfplay import export
+
+    setup = make_train(config_from_dict(POSTERIOR))
+    rs1, m = setup.train_chunk(setup.init(jax.random.PRNGKey(setup.config.seed)))
+    assert np.isfinite(setup.flatten_metrics(m)["entropy"])
+    export(setup, rs1, tmp_path / "run")
+    pol = load_policy(tmp_path / "run")
+    assert pol.info["policy_reads_posterior"] is True and "belief" not in pol.params
+    states = sample_positions(setup.env, 32)
+    check_policy(pol, setup.env, states)
+    own = jax.tree.map(lambda x: x[0], rs1.params)
+    trained = np.asarray(jax.jit(setup.policy_logits)(own["policy"], states.observation))
+    np.testing.assert_allclose(np.asarray(jax.jit(pol.values)(states.observation)), trained, rtol=1e-5, atol=1e-5)
+    info = json.loads((tmp_path / "run" / "export" / "policy.json").read_text())
+    info.pop("policy_reads_posterior")  # the plain MLP's shapes no longer fit the parameters
+    (tmp_path / "run" / "export" / "policy.json").write_text(json.dumps(info))
+    with pytest.raises(ValueError, match="corrupt"):
+        load_policy(tmp_path / "run")
+
+
 def test_the_policy_losses_leave_the_belief_it_reads_alone(reading):
     """The stop-gradient: a loss on the policy's logits has no gradient on the belief's
     parameters; the belief's loss has one (it is what trains them)."""
@@ -391,6 +416,9 @@ def test_config_errors_are_one_line(tmp_path, capsys):
         config_from_dict({"algo": "selfplay", "opponents": {"belief_evv": 1}})
     with pytest.raises(ConfigError, match="'policy_reads_belief' needs a belief MLP of its own"):
         config_from_dict({"algo": "selfplay", "policy_reads_belief": True, "belief_hidden_sizes": []})
+    for wrong in ({"policy_reads_belief": True}, {"belief_hidden_sizes": []}):
+        with pytest.raises(ConfigError, match="'policy_reads_posterior' needs"):
+            config_from_dict({"algo": "selfplay", "policy_reads_posterior": True, **wrong})
     for name in ("selfplay_cpu", "selfplay_gpu"):
         assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
     bad = tmp_path / "bad.yaml"

@@ -186,6 +186,7 @@ class SelfPlayConfig:
     belief_coef: float = key(1.0, NONNEGATIVE)
     belief_hidden_sizes: tuple = (128, 128)  # []: a head on the policy MLP's last hidden layer
     policy_reads_belief: bool = False  # the policy reads the belief's probabilities beside the observation
+    policy_reads_posterior: bool = False  # the policy reads the exact posterior's marginals and claims' truth too
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)
     num_chunks: int = key(10, POSITIVE)
@@ -314,6 +315,9 @@ def _check_cross(cfg) -> None:
         if cfg.policy_reads_belief and not cfg.belief_hidden_sizes:
             _fail("config key 'policy_reads_belief' needs a belief MLP of its own: belief_hidden_sizes must not "
                   "be [] (a head on the policy's torso cannot be the policy's input)")
+        if cfg.policy_reads_posterior and (cfg.policy_reads_belief or not cfg.belief_hidden_sizes):
+            _fail("config key 'policy_reads_posterior' needs policy_reads_belief false and a belief MLP of its own "
+                  "(belief_hidden_sizes not [])")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)

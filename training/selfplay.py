@@ -43,7 +43,10 @@ the policy's parameters, the policy reading its probabilities beside the observa
 (`coupjax.networks.PolicyReadingBelief`: the belief learns from the true hands, a dense
 signal, what the policy would hardly learn from rewards; its stop-gradient keeps the
 policy's losses out of it), so that snapshots, the magnet and the export carry the
-belief each policy reads.  The export is the policy (`coupjax.inference`, kind
+belief each policy reads; or (``policy_reads_posterior: true``) the policy reading the
+exact posterior's marginals and the truth of the pending claims beside the observation
+(`coupjax.networks.PolicyReadingPosterior`: no parameters, computed from the seat's own
+observation).  The export is the policy (`coupjax.inference`, kind
 ``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
 
 Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
@@ -68,7 +71,7 @@ from jax.sharding import PartitionSpec as P
 from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
-from coupjax.networks import MLP, PolicyReadingBelief, PolicyWithBelief, init_params
+from coupjax.networks import MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, init_params
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
 from training.setup import Setup, default_devices
@@ -257,8 +260,13 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     if shared:
         policy_net = PolicyWithBelief(A, n, tuple(cfg.hidden_sizes), (n - 1) * rules.NUM_ROLES)
     else:  # the belief MLP: its own parameters, or the policy's sub-tree "belief" when the policy reads it
-        policy_net = (PolicyReadingBelief(A, n, tuple(cfg.hidden_sizes), tuple(cfg.belief_hidden_sizes),
-                                          (n - 1) * rules.NUM_ROLES) if reads else MLP(A, n, tuple(cfg.hidden_sizes)))
+        if reads:
+            policy_net = PolicyReadingBelief(A, n, tuple(cfg.hidden_sizes), tuple(cfg.belief_hidden_sizes),
+                                             (n - 1) * rules.NUM_ROLES)
+        elif cfg.policy_reads_posterior:  # the exact posterior's marginals beside the observation
+            policy_net = PolicyReadingPosterior(A, n, tuple(cfg.hidden_sizes))
+        else:
+            policy_net = MLP(A, n, tuple(cfg.hidden_sizes))
         belief_net = MLP((n - 1) * rules.NUM_ROLES, n, tuple(cfg.belief_hidden_sizes))
     B, T, S, K = cfg.num_envs // D, cfg.rollout_steps, cfg.num_seeds, cfg.num_snapshots
     N = B * T
@@ -454,6 +462,8 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
         reads = {}
         if "belief" in params:
             belief, belief_hidden = params["belief"], cfg.belief_hidden_sizes
+            if cfg.policy_reads_posterior:
+                reads = {"policy_reads_posterior": True}
         elif cfg.policy_reads_belief:  # the policy holds the belief it reads: the export too
             belief, belief_hidden = params["policy"]["belief"], cfg.belief_hidden_sizes
             reads = {"policy_reads_belief": True}
