@@ -362,8 +362,9 @@ def test_the_update_reads_the_posterior_features_of_its_own_rows():
     batch holding other rows' features gives another loss (the check can fail)."""
     from coupjax.networks import posterior_features
 
-    # no pool: every seat is the network or a snapshot (the same parameters at init)
-    setup = make_train(config_from_dict(dict(POSTERIOR, self_weight=0.5, snapshot_weight=0.5)))
+    # no pool: every seat is the network or a snapshot (the same parameters at init); 64 games, so that
+    # each snapshot runs on its gathered games (`League.gather_capacity`: 30)
+    setup = make_train(config_from_dict(dict(POSTERIOR, num_envs=64, self_weight=0.5, snapshot_weight=0.5)))
     rs = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(4)))
     _, rec, batch = jax.jit(setup.collect)(rs, jax.random.PRNGKey(5))
     n = setup.env.num_players
