@@ -46,7 +46,8 @@ policy's losses out of it), so that snapshots, the magnet and the export carry t
 belief each policy reads; or (``policy_reads_posterior: true``) the policy reading the
 exact posterior's marginals and the truth of the pending claims beside the observation
 (`coupjax.networks.PolicyReadingPosterior`: no parameters, computed from the seat's own
-observation).  The export is the policy (`coupjax.inference`, kind
+observation; once per decision, in the rollout, and read from the batch by the update:
+`Batch.policy_inputs`).  The export is the policy (`coupjax.inference`, kind
 ``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
 
 Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
