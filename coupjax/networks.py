@@ -158,15 +158,21 @@ class PolicyReadingPosterior(nn.Module):
     only slowly from sparse rewards (that a claim is impossible because every copy of
     its role is visible, or that a caught bluffer still holds no copy).  The features
     have no parameters, so the parameters are exactly an `MLP`'s (``hidden_i``, ``out``)
-    with a wider first layer; returns the policy logits like `MLP`."""
+    with a wider first layer; returns the policy logits like `MLP`.
+
+    ``features``: `posterior_features` of ``obs`` computed beforehand (they cost some
+    twenty times the MLP, and training reads them many times per decision: the rollout
+    computes them once and the update reuses them); None computes them here."""
 
     num_actions: int
     num_players: int
     hidden_sizes: tuple
 
     @nn.compact
-    def __call__(self, obs):
-        x = jnp.concatenate([_scaled(obs, self.num_players), posterior_features(obs, self.num_players)], axis=-1)
+    def __call__(self, obs, features=None):
+        if features is None:
+            features = posterior_features(obs, self.num_players)
+        x = jnp.concatenate([_scaled(obs, self.num_players), features], axis=-1)
         return nn.Dense(self.num_actions, name="out")(_hidden_layers(x, self.hidden_sizes))
 
 

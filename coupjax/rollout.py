@@ -20,7 +20,9 @@ for the expensive one only where it acts; the others wait for a later step.  An
 unserved game is not stepped and its step count does not move.  `Players.gather` is
 the stall-free variant: a policy runs on gathered games while few enough want it, on
 every game otherwise (a `lax.cond`: one branch outside `vmap`), so rarely seated
-policies cost their games' share without changing a game.
+policies cost their games' share without changing a game.  ``inputs`` (`step`):
+something every policy reads beside the state, computed once per step for all of
+them by the caller (a costly feature several networks read), each game its own row.
 
 It sits right above `coupjax.env` in the layers: it takes policies as arguments and
 imports none, so the policies, search and arena above it all build on it.
@@ -110,13 +112,16 @@ def tree_where(mask, a, b):
     return jax.tree.map(lambda x, y: jnp.where(mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim)), x, y), a, b)
 
 
-def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gather=None):
+def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gather=None, inputs=None):
     """Logits [B, A] of the live games whose seat to move each policy serves this
     step (at most ``capacity[p]`` of them for policy p; module doc), and which games
     were served (bool[B]); unserved rows are zero (any finite logits).  ``gather[p]`` < B
     for a policy of full capacity: it is computed on that many gathered games when no
-    more want it, on every game otherwise; either way it serves every game that wants it."""
+    more want it, on every game otherwise; either way it serves every game that wants it.
+    ``inputs``: a pytree [B, ...] the policies read as a third argument, game b's row
+    with game b (None: the policies take ``(key, state)``)."""
     state, seats, it = tables.state, tables.seats, tables.it
+    extra = () if inputs is None else (inputs,)
     B = state.current_player.shape[0]
     games = jnp.arange(B)
     acting = jnp.take_along_axis(seats, state.current_player[:, None], axis=1)[:, 0]
@@ -126,12 +131,12 @@ def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gat
     if B == 1 and seated:  # one game (a single-seat wrapper's): compute only the acting seat's policy
         branches = [policies[p] for p in seated]
         which = jnp.searchsorted(jnp.asarray(seated), acting[0])
-        out = (branches[0](k_pol[0], jax.tree.map(lambda x: x[0], state)) if len(branches) == 1 else
-               jax.lax.switch(which, branches, k_pol[0], jax.tree.map(lambda x: x[0], state)))
+        args = (k_pol[0], *jax.tree.map(lambda x: x[0], (state, *extra)))
+        out = branches[0](*args) if len(branches) == 1 else jax.lax.switch(which, branches, *args)
         served = live & jnp.isin(acting, jnp.asarray(seated))
         return jnp.where(served[:, None], out[None], 0.0), served
     def every_game(p, want, logits, served):
-        out = jax.vmap(policies[p])(k_pol, state)
+        out = jax.vmap(policies[p])(k_pol, state, *extra)
         return jnp.where(want[:, None], out, logits), served | want
 
     def first_games(p, want, logits, served, cap, start):
@@ -140,7 +145,7 @@ def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gat
         pick = jnp.nonzero(want[order], size=cap, fill_value=B)[0]
         sel = jnp.where(pick < B, order[jnp.clip(pick, 0, B - 1)], B)
         safe = jnp.clip(sel, 0, B - 1)
-        out = jax.vmap(policies[p])(k_pol[safe], jax.tree.map(lambda x: x[safe], state))
+        out = jax.vmap(policies[p])(k_pol[safe], *jax.tree.map(lambda x: x[safe], (state, *extra)))
         return logits.at[sel].set(out, mode="drop"), served.at[sel].set(True, mode="drop")
 
     for p, cap in enumerate(capacity):
@@ -158,14 +163,15 @@ def serve(policies, capacity, tables: Tables, k_pol, live, num_actions: int, gat
     return jnp.where(served[:, None], logits, 0.0), served
 
 
-def step(players: Players, tables: Tables, keys: StepKeys, live, action=None) -> tuple[Tables, Moved]:
+def step(players: Players, tables: Tables, keys: StepKeys, live, action=None, inputs=None) -> tuple[Tables, Moved]:
     """One step of the ``live`` games of ``tables`` (module doc): the tables after it and
     what moved.  ``action`` int32[B]: actions played from outside (a learner's, a
-    user's) in place of the sampled ones where >= 0."""
+    user's) in place of the sampled ones where >= 0.  ``inputs``: a pytree [B, ...]
+    every policy reads as a third argument (`serve`)."""
     B = tables.state.current_player.shape[0]
     capacity = (B,) * len(players.policies) if players.capacity is None else players.capacity
     logits, served = serve(players.policies, capacity, tables, keys.policy, live, players.env.num_actions,
-                           players.gather)
+                           players.gather, inputs)
     a = players.sample(keys.action, logits)
     if action is not None:
         a = jnp.where(action >= 0, action, a)

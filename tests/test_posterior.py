@@ -430,4 +430,10 @@ def test_hand_table():
     assert posterior.NUM_HANDS == 21 and posterior.HANDS[0] == ()
     assert posterior.HANDS[1:6] == tuple((r,) for r in range(5))
     assert posterior.HANDS[6:] == rules.KEEPS[5:]
-    assert [len(layer) for layer in posterior.LAYERS] == [1, 21, 121, 357, 667, 903]
+    assert [len(b) for b in posterior.BY_SUM] == [1, 5, 15, 35, 65, 101, 135, 155, 155, 135, 101]
+    assert posterior.WIDTHS == (1, 15, 65, 135, 155, 155)
+    # every link adds (up) or removes (down) exactly its option's cards
+    for table, sign in ((posterior.SUM_UP, 1), (posterior.SUM_DOWN, -1)):
+        s, z, o, i = np.nonzero(table >= 0)
+        moved = posterior.SUM_STATES[s + sign * z, table[s, z, o, i]] - posterior.SUM_STATES[s, i]
+        assert len(s) > 1000 and (moved == sign * posterior.HAND_COUNTS[posterior.OPTION_HAND[z, o]]).all()

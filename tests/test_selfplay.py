@@ -353,6 +353,41 @@ def test_the_policy_reading_the_posterior_trains_exports_and_plays(tmp_path):
         load_policy(tmp_path / "run")
 
 
+def test_the_update_reads_the_posterior_features_of_its_own_rows():
+    """The exact posterior's features are computed once per decision in the rollout
+    (`League.play`'s inputs, read by the current network and its gathered snapshots) and
+    the update reads them from the batch (the magnet, every minibatch).  So they are the
+    features of the recorded rows, every seat's recorded log-probability is the network's
+    on its row, and the loss and its gradients are those of recomputing the features; a
+    batch holding other rows' features gives another loss (the check can fail)."""
+    from coupjax.networks import posterior_features
+
+    # no pool: every seat is the network or a snapshot (the same parameters at init); 64 games, so that
+    # each snapshot runs on its gathered games (`League.gather_capacity`: 30)
+    setup = make_train(config_from_dict(dict(POSTERIOR, num_envs=64, self_weight=0.5, snapshot_weight=0.5)))
+    rs = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(4)))
+    _, rec, batch = jax.jit(setup.collect)(rs, jax.random.PRNGKey(5))
+    n = setup.env.num_players
+    np.testing.assert_allclose(np.asarray(batch.policy_inputs), np.asarray(jax.jit(posterior_features, static_argnums=1)(
+        batch.obs, n)), rtol=1e-5, atol=1e-6)
+    logits = jax.jit(setup.policy_logits)(rs.params["policy"], batch.obs)  # features recomputed from the rows
+    logp = np.take_along_axis(np.asarray(masked_log_softmax(logits, batch.mask)), np.asarray(batch.action)[:, None], 1)
+    stepped = np.asarray(rec.stepped).reshape(-1)
+    assert stepped.sum() > 32 and (np.asarray(rec.learner).reshape(-1) != stepped).any()  # snapshots' rows too
+    np.testing.assert_allclose(np.asarray(batch.logp)[stepped], logp[stepped, 0], rtol=1e-5, atol=1e-5)
+
+    grad = jax.jit(jax.value_and_grad(setup.loss, has_aux=True))
+    (cached, aux), g = grad(rs.params, batch)
+    (again, aux0), g0 = grad(rs.params, batch.replace(policy_inputs=None))
+    np.testing.assert_allclose(float(cached), float(again), rtol=1e-5)
+    for k in ("pg_loss", "kl_magnet", "entropy"):
+        np.testing.assert_allclose(float(aux[k]), float(aux0[k]), rtol=1e-5, atol=1e-7)
+    for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(g0)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+    (wrong, _), _ = grad(rs.params, batch.replace(policy_inputs=jnp.roll(batch.policy_inputs, 1, axis=0)))
+    assert abs(float(wrong) - float(cached)) > 1e-4
+
+
 def test_the_policy_losses_leave_the_belief_it_reads_alone(reading):
     """The stop-gradient: a loss on the policy's logits has no gradient on the belief's
     parameters; the belief's loss has one (it is what trains them)."""

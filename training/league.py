@@ -77,6 +77,7 @@ class StepRecord:
     hands_target: jnp.ndarray  # float32 [n-1, 5]  opponent k holds role r (relative seats 1..n-1)
     hands_valid: jnp.ndarray  # bool [n-1]  opponent k holds a hidden card
     logp: jnp.ndarray  # float32 []  log-probability of the action under its seat's policy (legal actions)
+    inputs: object = None  # what the networks read beside the state (`League.play`'s ``inputs``), or None
 
 
 def masked_log_softmax(logits, mask):
@@ -87,7 +88,7 @@ def masked_log_softmax(logits, mask):
 
 def _masked(policy):
     """``policy`` with its illegal actions at -inf (the sampled and recorded logits)."""
-    return lambda k, s: jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)
+    return lambda k, s, *x: jnp.where(s.legal_action_mask, policy(k, s, *x), -jnp.inf)
 
 
 def opponent_hands(state: State, seat):
@@ -180,7 +181,8 @@ class League:
         return Tables(state=state, member=member, primary=primary, slot=slots)
 
     # ------------------------------------------------------------------ the games
-    def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None, gathered: bool = False):
+    def play(self, tables: Tables, keys, self_policy, snapshot_policies=(), extra=None, gathered: bool = False,
+             inputs=None):
         """``len(keys)`` engine steps of every game, a `lax.scan` of `coupjax.rollout.step`;
         returns (tables, `StepRecord` with leaves [T, B, ...], ``extra``'s outputs [T, B, ...]).
 
@@ -195,11 +197,17 @@ class League:
         `gather_capacity`) and draw the ended games' successors (`new_games`,
         `new_game_capacity`) on gathered games while few enough want them: the same
         games, cheaper; only outside `vmap`, where their `lax.cond` runs one branch.
+        ``inputs(states [B]) -> pytree [B, ...]``: what the current network and its
+        snapshots read beside the state (the exact posterior's features), computed once
+        per step on every game (the current network runs on every game anyway); those
+        policies are then ``(key, state, inputs) -> logits`` (`coupjax.rollout.step`),
+        and the record keeps it (`StepRecord.inputs`) for the update to reuse.
         """
         B = tables.slot.shape[0]
         if len(snapshot_policies) != self.num_snapshots:
             raise ValueError(f"{len(snapshot_policies)} snapshot policies for {self.num_snapshots} snapshots")
-        players = rollout.Players(self.env, tuple(_masked(p) for p in (self_policy, *snapshot_policies, *self.policies)),
+        pool = self.policies if inputs is None else [lambda k, s, x, p=p: p(k, s) for p in self.policies]
+        players = rollout.Players(self.env, tuple(_masked(p) for p in (self_policy, *snapshot_policies, *pool)),
                                   capacity=tuple([B] * self.first_pool + [self.capacity(m, B) for m in
                                                                           range(self.first_pool, self.num_members)]),
                                   autoreset=True,
@@ -211,8 +219,11 @@ class League:
             k = jax.vmap(lambda slot: jax.random.split(jax.random.fold_in(key, slot), 4))(tables.slot)
             # every step serves a pool policy's first games counted from game 0 (it = 0): the league's schedule
             game = rollout.Tables(tables.state, jnp.zeros(B, jnp.int32), tables.member, jnp.int32(0))
-            played, moved = rollout.step(players, game, rollout.StepKeys(k[:, 0], k[:, 1], k[:, 2]), jnp.ones(B, bool))
+            read = None if inputs is None else inputs(game.state)
+            played, moved = rollout.step(players, game, rollout.StepKeys(k[:, 0], k[:, 1], k[:, 2]), jnp.ones(B, bool),
+                                         inputs=read)
             tables, record = self._after(tables, played.state, moved, k[:, 3], new_game_capacity)
+            record = record.replace(inputs=read)
             return tables, (record, None if extra is None else extra(game.state))
 
         tables, (record, out) = jax.lax.scan(one_step, tables, keys)

@@ -14,6 +14,9 @@ league), each piece jitted on its own and measured side by side under the same l
 * ``league, networks``: the same with the networks' forward passes (policy, snapshots,
   value) as in training: the chunk's whole rollout (the league rows serve as one
   training seed does: ``gathered``, `training.league.League.play`);
+* ``policy inputs`` (a policy reading the exact posterior only): its features on that
+  rollout's decisions, computed once each (as the rollout does), and ``policy forward``:
+  the policy network alone on them (given those features);
 * ``update``: one update of `training.selfplay.make_train` (rollout, advantages,
   ``num_epochs`` x ``num_minibatches`` Adam steps, metrics), as ``--updates`` updates in
   one chunk call (the figure is per update), and the same chunk with one epoch, so the
@@ -148,16 +151,26 @@ def profile(config_path: str, updates: int, repeats: int, overrides=()) -> dict:
         rows[name] = _best(lambda fn=fn, t=lg.reset(jax.random.PRNGKey(1), B): fn(t, keys), repeats, name)
 
     def net(p):
-        return lambda k, s: setup.policy_logits(p, s.observation)
+        return lambda k, s, *inputs: setup.policy_logits(p, s.observation, *inputs)
+
+    inputs = None if setup.policy_inputs is None else (lambda s: setup.policy_inputs(s.observation))
 
     @jax.jit
     def networks(t, k, params, snapshots):
         snaps = [net(jax.tree.map(lambda x: x[i], snapshots)) for i in range(league.num_snapshots)]
         value = lambda s: setup.value_net.apply({"params": params["value"]}, s.observation)[:, 0]  # noqa: E731
-        return league.play(t, k, net(params["policy"]), snaps, extra=value, gathered=True)
+        return league.play(t, k, net(params["policy"]), snaps, extra=value, gathered=True, inputs=inputs)
 
     rows["league, networks"] = _best(lambda: networks(tables, keys, params, snapshots), repeats, "league, networks")
-    stepped = float(jax.device_get(networks(tables, keys, params, snapshots)[1].stepped.sum()))
+    rec = networks(tables, keys, params, snapshots)[1]
+    stepped = float(jax.device_get(rec.stepped.sum()))
+    if setup.policy_inputs is not None:  # what the policy reads beside the observation, once per decision
+        obs, features = rec.obs.reshape((-1, rec.obs.shape[-1])), jax.jit(setup.policy_inputs)
+        rows["policy inputs"] = _best(lambda: features(obs), repeats, "policy inputs")
+    forward = jax.jit(lambda p, o, *x: setup.policy_logits(p, o, *x))
+    read = () if rec.inputs is None else (rec.inputs.reshape((-1, rec.inputs.shape[-1])),)
+    rows["policy forward"] = _best(lambda: forward(params["policy"], rec.obs.reshape((-1, rec.obs.shape[-1])), *read),
+                                   repeats, "policy forward")
 
     state = {"rs": rs}
 

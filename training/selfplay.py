@@ -46,7 +46,8 @@ policy's losses out of it), so that snapshots, the magnet and the export carry t
 belief each policy reads; or (``policy_reads_posterior: true``) the policy reading the
 exact posterior's marginals and the truth of the pending claims beside the observation
 (`coupjax.networks.PolicyReadingPosterior`: no parameters, computed from the seat's own
-observation).  The export is the policy (`coupjax.inference`, kind
+observation; once per decision, in the rollout, and read from the batch by the update:
+`Batch.policy_inputs`).  The export is the policy (`coupjax.inference`, kind
 ``selfplay``) plus the belief as an MLP of its own (``belief.msgpack``).
 
 Data parallel as `training.dqn`: games are sharded over `jax.devices()` (axis ``data``)
@@ -71,7 +72,8 @@ from jax.sharding import PartitionSpec as P
 from coupjax import rules
 from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
-from coupjax.networks import MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, init_params
+from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, init_params,
+                              posterior_features)
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
 from training.setup import Setup, default_devices
@@ -149,6 +151,8 @@ class Batch:
     belief_target: jnp.ndarray
     belief_weight: jnp.ndarray  # float32 [n-1, 5]
     magnet_logp: jnp.ndarray  # float32 [A]  the magnet's log-probabilities (fixed during an update: computed once)
+    policy_inputs: object = None  # what the policy reads beside the observation (`SelfPlaySetup.policy_inputs`)
+    #                               as the rollout computed it, or None
 
 
 def ppo_terms(logp_all, mask, value, action, old_logp, adv, ret, learner, clip_eps: float):
@@ -205,7 +209,10 @@ class SelfPlaySetup(Setup):
     """`training.setup.Setup` with self-play's pieces."""
 
     league: League
-    policy_logits: Callable  # (policy params, obs) -> logits
+    policy_logits: Callable  # (policy params, obs, inputs=None) -> logits
+    policy_inputs: Callable | None  # obs -> what the policy reads beside it (the posterior's features), or None
+    collect: Callable  # (one seed's RunnerState, key) -> (tables, StepRecord [T, B], Batch [N]): an update's data
+    loss: Callable  # (params, Batch) -> (loss, metrics): what each minibatch step descends
     belief_logits: Callable  # (params, obs) -> float32[..., n-1, 5] logits
     value_net: MLP
     lr_steps: int  # the config's learning-rate horizon in optimizer steps (`RunnerState.lr_steps`)
@@ -294,7 +301,14 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     tx = optimizer(total_steps)
     lost = -1.0 / (n - 1)
 
-    def policy_logits(p, obs):
+    # the posterior's features cost some twenty times the policy MLP: computed once per decision
+    # (`League.play`'s inputs, shared by the current network and its snapshots), then read from the
+    # record by the magnet and every epoch's minibatches
+    policy_inputs = (lambda obs: posterior_features(obs, n)) if cfg.policy_reads_posterior else None
+
+    def policy_logits(p, obs, inputs=None):
+        if cfg.policy_reads_posterior:
+            return policy_net.apply({"params": p}, obs, inputs)
         out = policy_net.apply({"params": p}, obs)
         return out[0] if shared or reads else out
 
@@ -307,7 +321,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     def policy_terms(params, b: Batch):
         """PPO's terms and the KL to the magnet: weighted means over the learner's rows."""
-        logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs), b.mask)
+        logp_all = masked_log_softmax(policy_logits(params["policy"], b.obs, b.policy_inputs), b.mask)
         value = value_net.apply({"params": params["value"]}, b.obs)[:, 0]
         aux = ppo_terms(logp_all, b.mask, value, b.action, b.logp, b.adv, b.ret, b.learner, cfg.clip_eps)
         kl = _wmean(jnp.where(b.mask, jnp.exp(logp_all) * (logp_all - b.magnet_logp), 0.0).sum(-1),
@@ -343,12 +357,13 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         (its own seats' decisions only count)."""
 
         def net(params):
-            return lambda k, s: policy_logits(params, s.observation)
+            return lambda k, s, *inputs: policy_logits(params, s.observation, *inputs)
 
         snaps = [net(jax.tree.map(lambda x: x[k], rs.snapshots)) for k in range(K)]
         values_of = lambda s: value_net.apply({"params": rs.params["value"]}, s.observation)[:, 0]  # noqa: E731
+        inputs = None if policy_inputs is None else (lambda s: policy_inputs(s.observation))
         tables, rec, values = league.play(rs.tables, jax.random.split(key, T), net(rs.params["policy"]), snaps,
-                                          extra=values_of, gathered=gathered)
+                                          extra=values_of, gathered=gathered, inputs=inputs)
         logp = rec.logp
         seat_obs = league.seat_observations(tables)
         boot = jnp.where(league.alive(tables), value_net.apply({"params": rs.params["value"]}, seat_obs)[..., 0],
@@ -357,15 +372,22 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
             rec.seat, rec.learner, values, rec.done, rec.rewards, boot, cfg.gamma, cfg.gae_lambda)
         return tables, rec, (logp, values, adv)
 
-    def update_one(rs: RunnerState, _):
-        key, k_roll, k_perm = jax.random.split(rs.key, 3)
-        tables, rec, (logp, value, adv) = rollout(rs, k_roll)
+    def collect(rs: RunnerState, key):
+        """The rollout and the batch an update trains on: (tables, StepRecord [T, B], Batch [N])."""
+        tables, rec, (logp, value, adv) = rollout(rs, key)
         flat = lambda x: x.reshape((N,) + x.shape[2:])  # noqa: E731
         bw = (rec.hands_valid & rec.stepped[..., None])[..., None] * jnp.ones(rules.NUM_ROLES)
+        inputs = jax.tree.map(flat, rec.inputs)
         batch = Batch(obs=flat(rec.obs), mask=flat(rec.mask), action=flat(rec.action), logp=flat(logp),
                       adv=flat(adv), ret=flat(adv + value), learner=flat(rec.learner),
                       belief_target=flat(rec.hands_target), belief_weight=flat(bw).astype(jnp.float32),
-                      magnet_logp=masked_log_softmax(policy_logits(rs.magnet, flat(rec.obs)), flat(rec.mask)))
+                      magnet_logp=masked_log_softmax(policy_logits(rs.magnet, flat(rec.obs), inputs), flat(rec.mask)),
+                      policy_inputs=inputs)
+        return tables, rec, batch
+
+    def update_one(rs: RunnerState, _):
+        key, k_roll, k_perm = jax.random.split(rs.key, 3)
+        tables, rec, batch = collect(rs, k_roll)
         # the belief's calibration on this rollout, before the update
         blog = belief_logits(rs.params, batch.obs)
         bp = jax.nn.sigmoid(blog)
@@ -433,6 +455,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
     shard_prefix = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
     return SelfPlaySetup(config=cfg, env=env, league=league, policy_logits=policy_logits,
+                         policy_inputs=policy_inputs, collect=collect, loss=loss_fn,
                          belief_logits=belief_logits, value_net=value_net, lr_steps=total_steps, optimizer=tx,
                          mesh=mesh, state_sharding=shard_prefix,
                          init=jax.jit(init_sharded), train_chunk=jax.jit(chunk_sharded), train=train)

@@ -42,12 +42,15 @@ Hands are multisets indexed by ``HANDS`` (H = 21): 0 = empty, 1..5 = one card of
 
 Computation: the weight factorises over opponents except for the shared term
 ``1 / prod_r d_r!``, which depends only on the running role counts of the hands so far.
-Those counts are at most 3 per role and sum to at most 2k after k opponents, so an
-exact forward-backward pass (log space, so extreme claim counts cannot underflow) over
-those count vectors (static layers of 1, 21, 121, 357, 667, 903 vectors) gives the exact
-marginals for EVERY table size (2..6 players), with no enumeration of the 15**(n-1)
-joint hand combinations and no importance sampling.  The same backward
-messages give exact ancestral sampling of joint worlds (`sample_worlds`).  For n <= 4
+Those counts are at most 3 per role and sum to exactly the hidden cards of the first k
+opponents, so an exact forward-backward pass (log space, so extreme claim counts cannot
+underflow) over those count vectors (`BY_SUM`: at most 1, 15, 65, 135, 155, 155 after
+k = 0..5 opponents), each opponent's hand among the 15 of its hidden count, gives the
+exact marginals for EVERY table size (2..6 players), with no enumeration of the 15**(n-1)
+joint hand combinations and no importance sampling.  (Counting all vectors of sum up to
+2k and all 21 hands, 1, 21, 121, 357, 667, 903 of them, gave the same messages at about
+twice the cost: the policy reading the posterior computes it at every decision.)  The
+same backward messages give exact ancestral sampling of joint worlds (`sample_worlds`).  For n <= 4
 `joint_posterior` also enumerates the joint table explicitly (15**(n-1) <= 3375 rows,
 static NumPy tables), which the tests use as a cross-check.
 
@@ -90,40 +93,47 @@ OPTION_HAND[1, :5] = np.arange(1, 6)
 OPTION_HAND[2, :] = np.arange(6, 21)
 
 # ---------------------------------------------------------------- count-vector state space
-# Layer k holds every running count vector S (cards held by opponents 1..k, per role)
-# with S_r <= 3 and sum(S) <= 2k: sizes 1, 21, 121, 357, 667, 903 for k = 0..5.
+# The running count vector S after opponents 1..k (cards they hold, per role; S_r <= 3)
+# always sums to their hidden cards H_k, so only the count vectors of that exact sum carry
+# weight: BY_SUM[s] holds those of sum s (1, 5, 15, 35, 65, 101, 135, 155, 155, 135, 101 for
+# s = 0..10).  Step k's messages live on BY_SUM[H_k], padded to WIDTHS[k], the largest of
+# them for any H_k <= 2k (1, 15, 65, 135, 155, 155), and each opponent's hand on the 15
+# options of its hidden count (`OPTION_HAND`): the hands of another size weigh nothing.
 _LOG_FACT = np.array([math.lgamma(k + 1) for k in range(rules.COPIES_PER_ROLE + 1)], np.float32)
 _ALL_COUNTS = np.array(list(itertools.product(range(rules.COPIES_PER_ROLE + 1), repeat=rules.NUM_ROLES)), np.int32)
-LAYERS = tuple(_ALL_COUNTS[_ALL_COUNTS.sum(axis=1) <= 2 * k] for k in range(rules.MAX_PLAYERS))
+MAX_SUM = 2 * (rules.MAX_PLAYERS - 1)
+BY_SUM = tuple(_ALL_COUNTS[_ALL_COUNTS.sum(axis=1) == s] for s in range(MAX_SUM + 1))
+WIDTHS = tuple(max(len(BY_SUM[s]) for s in range(2 * k + 1)) for k in range(rules.MAX_PLAYERS))
 
 
-def _layer_links(k):
-    """Static links between layers k-1 and k (k >= 1).
+def _sum_tables():
+    """Static tables over (sum s, hidden count z, option o, position i):
 
-    up[h, i]: index in layer k of LAYERS[k-1][i] + c_h (up_mask 0, or -inf if a count
-    would exceed 3); down[h, j]: index in layer k-1 of LAYERS[k][j] - c_h (down_mask 0,
-    or -inf if negative or outside layer k-1).
+    states[s, i]: BY_SUM[s][i] (count rows of 9 past its end: no deal fits them);
+    up[s, z, o, i]: position in BY_SUM[s + z] of BY_SUM[s][i] + (cards of option o of a
+      z-card hand), or -1 (no such option, no such vector, or a count above 3);
+    down[s, z, o, j]: position in BY_SUM[s - z] of BY_SUM[s][j] - (those cards), or -1.
     """
-    lo, hi = LAYERS[k - 1], LAYERS[k]
-    where_hi = {tuple(s): j for j, s in enumerate(hi)}
-    where_lo = {tuple(s): i for i, s in enumerate(lo)}
-    up = np.zeros((NUM_HANDS, len(lo)), np.int32)
-    up_mask = np.full((NUM_HANDS, len(lo)), -np.inf, np.float32)
-    down = np.zeros((NUM_HANDS, len(hi)), np.int32)
-    down_mask = np.full((NUM_HANDS, len(hi)), -np.inf, np.float32)
-    for h in range(NUM_HANDS):
-        for i, s in enumerate(lo):
-            j = where_hi.get(tuple(s + HAND_COUNTS[h]))
-            if j is not None:
-                up[h, i], up_mask[h, i] = j, 0.0
-        for j, s in enumerate(hi):
-            i = where_lo.get(tuple(s - HAND_COUNTS[h]))
-            if i is not None:
-                down[h, j], down_mask[h, j] = i, 0.0
-    return up, up_mask, down, down_mask
+    width = max(WIDTHS)
+    where = [{tuple(v): i for i, v in enumerate(b)} for b in BY_SUM]
+    states = np.full((MAX_SUM + 1, width, rules.NUM_ROLES), 9, np.int32)
+    up = np.full((MAX_SUM + 1,) + OPTION_HAND.shape + (width,), -1, np.int32)
+    down = np.full(up.shape, -1, np.int32)
+    for s, vectors in enumerate(BY_SUM):
+        states[s, :len(vectors)] = vectors
+        for z in range(3):
+            for o, h in enumerate(OPTION_HAND[z]):
+                if h < 0:
+                    continue
+                for i, v in enumerate(vectors):
+                    if s + z <= MAX_SUM:
+                        up[s, z, o, i] = where[s + z].get(tuple(v + HAND_COUNTS[h]), -1)
+                    if s - z >= 0:
+                        down[s, z, o, i] = where[s - z].get(tuple(v - HAND_COUNTS[h]), -1)
+    return states, up, down
 
 
-LINKS = (None,) + tuple(_layer_links(k) for k in range(1, rules.MAX_PLAYERS))
+SUM_STATES, SUM_UP, SUM_DOWN = _sum_tables()
 
 EXACT_JOINT_MAX_PLAYERS = 4
 
@@ -178,39 +188,59 @@ def _seat_log_weights(v: ObsView, params: PosteriorParams):
     return logw - jnp.where(jnp.isfinite(top), top, 0.0)
 
 
-def _rest_log_weight(v: ObsView, k):
-    """f32[|layer k|]: log 1/prod_r (u_r - S_r)! for the unseen cards outside the
-    opponents' hands (-inf where S uses more copies than are unseen)."""
-    d = v.unseen[None, :] - jnp.asarray(LAYERS[k])
+class Messages(NamedTuple):
+    """`_messages`' result: the seats' hidden counts ``z`` int32[n] (clipped to 0..2),
+    the running sums ``total`` (``total[k]`` = H_k, int32[n]), the option log weights
+    ``optw`` f32[n, 15] (row 0 unused), and the forward and backward messages."""
+
+    z: jax.Array
+    total: jax.Array
+    optw: jax.Array
+    alpha: list
+    beta: list
+
+
+def _rest_log_weight(v: ObsView, total, k):
+    """f32[WIDTHS[k]]: log 1/prod_r (u_r - S_r)! for the unseen cards outside the
+    opponents' hands, S in BY_SUM[total] (-inf where S uses more copies than are unseen)."""
+    d = v.unseen[None, :] - jnp.asarray(SUM_STATES[:, :WIDTHS[k]])[total]
     lf = jnp.asarray(_LOG_FACT)[jnp.clip(d, 0, rules.COPIES_PER_ROLE)].sum(axis=1)
     return jnp.where(jnp.all(d >= 0, axis=1), -lf, -jnp.inf)
 
 
-def _up(logw_k, msg_k, k):
-    """f32[H, |layer k-1|]: logw_k[h] + msg_k[S + c_h] for S in layer k-1."""
-    up, up_mask, _, _ = LINKS[k]
-    return logw_k[:, None] + msg_k[jnp.asarray(up)] + jnp.asarray(up_mask)
+def _take(msg, idx):
+    """msg[idx], -inf where idx is -1."""
+    return jnp.where(idx >= 0, msg[jnp.maximum(idx, 0)], -jnp.inf)
 
 
-def _messages(v: ObsView, params, num_players):
-    """Forward/backward log messages over running count vectors (layer k for step k).
+def _up_links(msgs: Messages, k):
+    """int32[15, WIDTHS[k-1]]: where each count vector of step k-1 goes with each option
+    of opponent k's hand (positions in step k's vectors, or -1)."""
+    return jnp.asarray(SUM_UP[:, :, :, :WIDTHS[k - 1]])[msgs.total[k - 1], msgs.z[k]]
 
-    alpha[k][S]: log weight of opponents 1..k holding S in total (alpha[0] = [0]);
-    beta[k][S]: log weight of completing opponents k+1..m and the rest from S
-    (beta[0][0] is the log of the total weight).  Returns (logw [n, H], alpha, beta),
-    the lists indexed 0..m (alpha[m] is not computed).
+
+def _messages(v: ObsView, params, num_players) -> Messages:
+    """Forward/backward log messages over running count vectors (module doc).
+
+    alpha[k][i]: log weight of opponents 1..k holding BY_SUM[H_k][i] in total
+    (alpha[0] = [0]); beta[k][i]: log weight of completing opponents k+1..m and the rest
+    from it (beta[0][0] is the log of the total weight); both -inf on the padding.  The
+    lists are indexed 0..m (alpha[m] is not computed).
     """
     m = num_players - 1
     logw = _seat_log_weights(v, params)
-    beta = [None] * (m + 1)
-    beta[m] = _rest_log_weight(v, m)
+    z = jnp.clip(v.hidden, 0, 2).astype(jnp.int32)
+    total = jnp.cumsum(z.at[0].set(0))
+    hands = jnp.asarray(OPTION_HAND)[z]  # [n, 15]
+    optw = jnp.where(hands >= 0, jnp.take_along_axis(logw, jnp.maximum(hands, 0), axis=1), -jnp.inf)
+    msgs = Messages(z, total, optw, [jnp.zeros(1, jnp.float32)], [None] * (m + 1))
+    msgs.beta[m] = _rest_log_weight(v, total[m], m)
     for k in range(m, 0, -1):
-        beta[k - 1] = logsumexp(_up(logw[k], beta[k], k), axis=0)
-    alpha = [jnp.zeros(1, jnp.float32)]
+        msgs.beta[k - 1] = logsumexp(optw[k][:, None] + _take(msgs.beta[k], _up_links(msgs, k)), axis=0)
     for k in range(1, m):
-        _, _, down, down_mask = LINKS[k]
-        alpha.append(logsumexp(logw[k][:, None] + alpha[k - 1][jnp.asarray(down)] + jnp.asarray(down_mask), axis=0))
-    return logw, alpha, beta
+        down = jnp.asarray(SUM_DOWN[:, :, :, :WIDTHS[k]])[total[k], z[k]]
+        msgs.alpha.append(logsumexp(optw[k][:, None] + _take(msgs.alpha[k - 1], down), axis=0))
+    return msgs
 
 
 def _normalise(logits):
@@ -228,12 +258,14 @@ def _own_hand_index(v: ObsView):
 
 
 def _hand_probs(v: ObsView, params, num_players):
-    logw, alpha, beta = _messages(v, params, num_players)
+    msgs = _messages(v, params, num_players)
     rows = [jax.nn.one_hot(_own_hand_index(v), NUM_HANDS, dtype=jnp.float32)]
     for k in range(1, num_players):
-        lm = logsumexp(alpha[k - 1][None, :] + _up(logw[k], beta[k], k), axis=1)
-        rows.append(_normalise(lm))
-    return jnp.stack(rows), jnp.isfinite(beta[0][0])
+        lm = logsumexp(msgs.alpha[k - 1][None, :] + msgs.optw[k][:, None]
+                       + _take(msgs.beta[k], _up_links(msgs, k)), axis=1)  # [15] options
+        to_hand = jax.nn.one_hot(jnp.asarray(OPTION_HAND)[msgs.z[k]], NUM_HANDS, dtype=jnp.float32)  # -1: a zero row
+        rows.append(_normalise(lm) @ to_hand)
+    return jnp.stack(rows), jnp.isfinite(msgs.beta[0][0])
 
 
 # ---------------------------------------------------------------- public API
@@ -323,7 +355,7 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
     """
     n = num_players
     v = parse(obs, n)
-    logw, _, beta = _messages(v, params, n)
+    msgs = _messages(v, params, n)
     own_drawn = _cards_from_counts(v.drawn, 2)
     exchanger_draws = v.other_drawn > 0
 
@@ -334,18 +366,19 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
 
     def one(row):
         u = row[:width].reshape(n - 1, NUM_HANDS + 1)
-        state = jnp.int32(0)  # index of the running counts in layer s - 1
+        state = jnp.int32(0)  # position of the running counts in BY_SUM[H_{s-1}]
         rows = [v.own_cards]
         for s in range(1, n):
-            up, up_mask, _, _ = LINKS[s]
-            up_col = jnp.asarray(up)[:, state]
-            logits = logw[s] + beta[s][up_col] + jnp.asarray(up_mask)[:, state]
-            h = jnp.argmax(logits - jnp.log(-jnp.log(u[s - 1, :NUM_HANDS])))  # Gumbel-max
-            state = up_col[h]
+            up_col = _up_links(msgs, s)[:, state]  # [15] options
+            hands = jnp.asarray(OPTION_HAND)[msgs.z[s]]
+            logits = msgs.optw[s] + _take(msgs.beta[s], up_col)
+            # Gumbel-max with each hand's own noise u[hand]: the draw of the 21-hand version
+            o = jnp.argmax(logits - jnp.log(-jnp.log(u[s - 1, jnp.maximum(hands, 0)])))
+            h, state = jnp.maximum(hands[o], 0), jnp.maximum(up_col[o], 0)
             cards = jnp.asarray(HAND_CARDS)[h]
             swap = (jnp.asarray(HAND_SIZES)[h] == 2) & (u[s - 1, NUM_HANDS] < 0.5)
             rows.append(jnp.where(swap, cards[::-1], cards))
-        left = v.unseen - jnp.asarray(LAYERS[n - 1])[state]
+        left = v.unseen - jnp.asarray(SUM_STATES)[msgs.total[n - 1], state]
         shuffled = _shuffle(_cards_from_counts(left, rules.DECK_SIZE), row[width:])
         pad = jnp.full(2, -1, jnp.int32)
         deck = jnp.where(exchanger_draws, jnp.concatenate([shuffled[2:], pad]), shuffled)
