@@ -76,6 +76,7 @@ from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, 
                               posterior_features)
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
+from training.search_targets import cross_entropy, make_search_targets
 from training.setup import Setup, default_devices
 
 AXIS = "data"
@@ -328,16 +329,25 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                     b.learner.astype(jnp.float32))
         return aux, kl
 
-    def loss_fn(params, b: Batch):
+    def loss_fn(params, b: Batch, st=None):
         aux, kl = on_learner_rows(lambda x: policy_terms(params, x), b, learner_rows)
         blog = belief_logits(params, b.obs)
         bce = optax.sigmoid_binary_cross_entropy(blog, b.belief_target)
         b_loss = (bce * b.belief_weight).sum() / jnp.maximum(b.belief_weight.sum(), 1.0)
         total = (aux["pg_loss"] + cfg.value_coef * aux["value_loss"] - cfg.entropy_coef * aux["entropy"]
                  + cfg.magnet_coef * kl + cfg.belief_coef * b_loss)
-        return total, {**aux, "kl_magnet": kl, "belief_loss": b_loss}
+        out = {**aux, "kl_magnet": kl, "belief_loss": b_loss}
+        if st is not None:  # expert iteration: the cross-entropy to the search's policy
+            xent, agree = cross_entropy(masked_log_softmax(policy_logits(params["policy"], st.obs), st.mask), st)
+            total = total + cfg.search_target_coef * xent
+            out.update(search_target_xent=xent, search_target_agree=agree)
+        return total, out
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+    search_targets = None
+    if cfg.search_target_coef > 0:
+        search_targets = make_search_targets(env, cfg, policy_logits,
+                                             lambda p, obs: value_net.apply({"params": p}, obs)[..., 0])
 
     # ---------------------------------------------------------- one seed, one device
     def init_one(key, shard):
@@ -388,6 +398,9 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     def update_one(rs: RunnerState, _):
         key, k_roll, k_perm = jax.random.split(rs.key, 3)
         tables, rec, batch = collect(rs, k_roll)
+        # the search's targets on the games' next decisions, from the networks before this update
+        st = None if search_targets is None else search_targets(rs.params, jax.random.fold_in(k_roll, 1),
+                                                                tables.state)
         # the belief's calibration on this rollout, before the update
         blog = belief_logits(rs.params, batch.obs)
         bp = jax.nn.sigmoid(blog)
@@ -401,7 +414,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
 
             def mb_step(c, mb):
                 params, opt = c
-                (_, aux), grads = grad_fn(params, mb)
+                (_, aux), grads = grad_fn(params, mb, st)
                 grads = jax.lax.pmean(grads, AXIS)
                 upd, opt = optimizer(rs.lr_steps).update(grads, opt, params)
                 return (optax.apply_updates(params, upd), opt), aux

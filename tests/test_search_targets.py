@@ -1,0 +1,84 @@
+"""Expert iteration in self-play (training.search_targets): the searched decisions, the
+targets' information, and a training chunk that uses them."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from coupjax.testing import check_policy, sample_positions
+from training.config import ConfigError, config_from_dict
+from training.league import masked_log_softmax
+from training.search_targets import SearchTargets, cross_entropy, make_search_targets, pick_decisions
+from training.selfplay import make_train
+
+TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
+            updates_per_chunk=2, num_chunks=1, hidden_sizes=[16], belief_hidden_sizes=[16], num_snapshots=2,
+            snapshot_every=2, opponents={"random": 1, "honest": 1}, num_seeds=1, learning_rate=3e-3,
+            search_target_coef=1.0, search_target_states=4, search_target_rollout_steps=2)
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return make_train(config_from_dict(TINY))
+
+
+def test_pick_decisions_draws_distinct_decisions_with_a_choice(setup):
+    states = sample_positions(setup.env, 64, seed=4)
+    single = jnp.arange(64) % 3 == 0  # a third left with one legal action (a forced move)
+    forced = jnp.arange(states.legal_action_mask.shape[-1]) == jnp.argmax(states.legal_action_mask, -1)[:, None]
+    states = states.replace(legal_action_mask=jnp.where(single[:, None], forced, states.legal_action_mask))
+    choice = np.asarray(states.legal_action_mask.sum(-1) > 1)
+    for count in (8, 64):
+        idx, valid = jax.jit(pick_decisions, static_argnums=2)(jax.random.PRNGKey(0), states, count)
+        idx, valid = np.asarray(idx), np.asarray(valid)
+        assert len(set(idx.tolist())) == count
+        np.testing.assert_array_equal(valid, choice[idx])
+        assert valid.sum() == min(count, choice.sum())
+
+
+def test_the_search_targets_read_only_the_seat_to_moves_view(setup):
+    """The target as a policy (one decision searched per call) passes the scrambling
+    leak test: the worlds come from the seat's observation, not the real hands."""
+    env = setup.env
+    params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
+    one = dict(TINY, search_target_states=1)
+    targets = make_search_targets(env, config_from_dict(one), setup.policy_logits,
+                                  lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0])
+
+    def as_policy(key, state):
+        t = targets(params, key, jax.tree.map(lambda x: x[None], state))
+        return jnp.where(state.legal_action_mask, jnp.log(jnp.maximum(t.target[0], 1e-30)), -jnp.inf)
+
+    check_policy(as_policy, env, num_states=24, check_traces=False)
+
+
+def test_cross_entropy_weighs_only_the_searched_decisions():
+    mask = jnp.array([[True, True, False], [True, True, True]])
+    target = jnp.array([[0.25, 0.75, 0.0], [1.0, 0.0, 0.0]])
+    logits = jnp.array([[0.0, 1.0, 5.0], [0.0, 3.0, 0.0]])
+    logp = masked_log_softmax(logits, mask)
+    t = SearchTargets(obs=jnp.zeros((2, 1)), mask=mask, target=target, valid=jnp.array([True, False]))
+    xent, agree = cross_entropy(logp, t)
+    p = np.exp([0.0, 1.0]) / np.exp([0.0, 1.0]).sum()
+    np.testing.assert_allclose(float(xent), -(0.25 * np.log(p[0]) + 0.75 * np.log(p[1])), rtol=1e-5)
+    assert float(agree) == 1.0  # row 0: both put most on action 1; row 1 (not searched) is out
+    xent2, agree2 = cross_entropy(logp, t.replace(valid=jnp.array([False, True])))
+    np.testing.assert_allclose(float(xent2), -float(logp[1, 0]), rtol=1e-5)
+    assert float(agree2) == 0.0
+
+
+def test_a_chunk_with_search_targets_trains_and_reports_them(setup):
+    rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
+    rs1, m = setup.train_chunk(rs0)
+    flat = setup.flatten_metrics(m)
+    assert np.isfinite(flat["search_target_xent"]) and 0.0 <= flat["search_target_agree"] <= 1.0
+    assert all(np.isfinite(np.asarray(x)).all() for x in jax.tree.leaves(rs1.params))
+
+
+@pytest.mark.parametrize("key,value", [("search_target_coef", -1.0), ("search_target_states", 0),
+                                       ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0)])
+def test_bad_search_target_settings_are_one_line_errors(key, value):
+    with pytest.raises(ConfigError, match=key):
+        config_from_dict(dict(TINY, **{key: value}))
