@@ -193,6 +193,7 @@ class SelfPlayConfig:
     search_target_tau: float = key(0.05, POSITIVE)  # the regularised search's temperature on its values
     search_target_prior_uniform: float = key(0.3, UNIT)  # the uniform policy's share in the search's prior
     search_target_rollout_steps: int = key(4, POSITIVE)  # decisions before the value head scores a rollout
+    search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)
     num_chunks: int = key(10, POSITIVE)

@@ -18,6 +18,13 @@ decisions.  The target is the regularised search policy ``pi ∝ prior exp(q / t
 the loss is the cross-entropy from it to the network's policy on those decisions.
 Everything reads the searching seat's observation only (the worlds are sampled from it),
 so nothing hidden enters the target.
+
+``search_target_random_share`` of the searched decisions come instead from games of
+uniformly random legal play stopped after up to ``RANDOM_DECISIONS`` decisions
+(exploring starts): self-play rarely reaches the positions where a claim is impossible or
+a caught bluffer claims again, random play reaches them often (random claims are
+bluffs, and cards are revealed), and the target there is still the search's with the
+current network's rollouts.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from coupjax import rollout
 from coupjax.search.policy import make_batched_decider
 from coupjax.search.selfplay_search import SELFPLAY_CONFIG, value_cut
 
@@ -49,16 +57,46 @@ def pick_decisions(key, states, count: int):
     return idx, eligible[idx]
 
 
+RANDOM_DECISIONS = 40  # random play stops after 0..40 decisions (as `coupjax.testing.sample_positions`)
+
+
+def random_positions(env, key, count: int):
+    """``count`` positions (a batched state) of games played with uniformly random legal
+    moves for a random number of decisions in [0, RANDOM_DECISIONS] (`coupjax.rollout.step`
+    in a `lax.scan`; a game that ended early stays ended: `pick_decisions` skips it)."""
+    k_init, k_stop, k_play = jax.random.split(key, 3)
+    state = jax.vmap(env.init)(jax.random.split(k_init, count))
+    limit = jax.random.randint(k_stop, (count,), 0, RANDOM_DECISIONS + 1)
+    players = rollout.Players(env, (rollout.uniform_logits,))
+    tables = rollout.start(state, jnp.zeros((count, env.num_players), jnp.int32))
+
+    def one(tables, k):
+        live = (tables.steps < limit) & ~tables.state.terminated
+        ks = jax.random.split(k, 3 * count).reshape(3, count, -1)
+        return rollout.step(players, tables, rollout.StepKeys(ks[0], ks[1], ks[2]), live)[0], None
+
+    tables, _ = jax.lax.scan(one, tables, jax.random.split(k_play, RANDOM_DECISIONS))
+    return tables.state
+
+
 def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable):
     """``targets(params, key, states [B]) -> SearchTargets`` for a `SelfPlayConfig`
     ``cfg``; ``policy_logits(policy params, obs)`` and ``value_apply(value params, obs)
     -> f32[...]`` are the run's networks.  Jittable; the params may be traced."""
     count = int(cfg.search_target_states)
+    from_random = int(round(count * cfg.search_target_random_share))
 
     def targets(params, key, states) -> SearchTargets:
-        k_pick, k_search = jax.random.split(key)
-        idx, valid = pick_decisions(k_pick, states, count)
+        k_pick, k_search, k_random, k_pick_random = jax.random.split(key, 4)
+        idx, valid = pick_decisions(k_pick, states, count - from_random)
         picked = jax.tree.map(lambda x: x[idx], states)
+        if from_random == count:
+            picked, valid = jax.tree.map(lambda x: x[:0], picked), valid[:0]
+        if from_random:  # 2x the positions drawn, so that enough are unfinished and offer a choice
+            pool = random_positions(env, k_random, 2 * from_random)
+            idx_r, valid_r = pick_decisions(k_pick_random, pool, from_random)
+            picked = jax.tree.map(lambda a, b: jnp.concatenate([a, b[idx_r]]), picked, pool)
+            valid = jnp.concatenate([valid, valid_r])
 
         def net(k, s):
             return jnp.where(s.legal_action_mask, policy_logits(params["policy"], s.observation), -jnp.inf)
