@@ -7,10 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from coupjax.game import board
+from coupjax.networks import posterior_features
 from coupjax.testing import check_policy, sample_positions
 from training.config import ConfigError, config_from_dict
 from training.league import masked_log_softmax
-from training.search_targets import SearchTargets, cross_entropy, make_search_targets, pick_decisions
+from training.search_targets import SearchTargets, cross_entropy, make_search_targets, pick_decisions, random_positions
 from training.selfplay import make_train
 
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -38,12 +40,25 @@ def test_pick_decisions_draws_distinct_decisions_with_a_choice(setup):
         assert valid.sum() == min(count, choice.sum())
 
 
+def test_random_positions_reach_claims_that_are_false_for_sure(setup):
+    """Random play's positions are mid-game (cards revealed, claims pending) and some hold
+    a pending claim the seat to move knows is false: what self-play rarely reaches."""
+    states = jax.jit(lambda k: random_positions(setup.env, k, 512))(jax.random.PRNGKey(5))
+    live = ~np.asarray(states.terminated)
+    assert live.mean() > 0.5
+    n = setup.env.num_players
+    assert (np.asarray(board.hidden_counts(states)).sum(-1)[live] < 2 * n).mean() > 0.3  # cards revealed
+    truth = np.asarray(jax.jit(lambda o: posterior_features(o, setup.env.num_players))(states.observation))[:, -2:]
+    false_for_sure = live & (truth.min(-1) == 0.0)
+    assert false_for_sure.sum() >= 3, false_for_sure.sum()
+
+
 def test_the_search_targets_read_only_the_seat_to_moves_view(setup):
     """The target as a policy (one decision searched per call) passes the scrambling
     leak test: the worlds come from the seat's observation, not the real hands."""
     env = setup.env
     params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
-    one = dict(TINY, search_target_states=1)
+    one = dict(TINY, search_target_states=1)  # the game's own decision (random play would ignore the state)
     targets = make_search_targets(env, config_from_dict(one), setup.policy_logits,
                                   lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0])
 
@@ -69,7 +84,9 @@ def test_cross_entropy_weighs_only_the_searched_decisions():
     assert float(agree2) == 0.0
 
 
-def test_a_chunk_with_search_targets_trains_and_reports_them(setup):
+@pytest.mark.parametrize("share", [0.0, 0.5])
+def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
+    setup = setup if share == 0.0 else make_train(config_from_dict(dict(TINY, search_target_random_share=share)))
     rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
     rs1, m = setup.train_chunk(rs0)
     flat = setup.flatten_metrics(m)
@@ -78,7 +95,8 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup):
 
 
 @pytest.mark.parametrize("key,value", [("search_target_coef", -1.0), ("search_target_states", 0),
-                                       ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0)])
+                                       ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0),
+                                       ("search_target_random_share", 1.5)])
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))
