@@ -24,8 +24,9 @@ the value of each seat's own view, and an eliminated seat on its known loss); th
         + search_target_coef * cross-entropy(search policy -> pi)   (expert iteration)
 
 (the last term on a few decisions per update searched with the current networks,
-`training.search_targets`; off by default), and the magnet moves towards the policy (an EMA of its parameters); every
-``snapshot_every`` updates the policy joins the league as a snapshot.
+`training.search_targets`; off by default), and the magnet moves towards the policy
+(an EMA of its parameters); every ``snapshot_every`` updates the policy joins the
+league as a snapshot.
 
 Why PPO with a magnet, not R-NaD: it is the regulariser Ataraxos trains its move
 network with (clipped importance ratios and a reverse KL to a magnet policy), i.e.
