@@ -454,7 +454,7 @@ def test_config_errors_are_one_line(tmp_path, capsys):
     for wrong in ({"policy_reads_belief": True}, {"belief_hidden_sizes": []}):
         with pytest.raises(ConfigError, match="'policy_reads_posterior' needs"):
             config_from_dict({"algo": "selfplay", "policy_reads_posterior": True, **wrong})
-    for name in ("selfplay_cpu", "selfplay_gpu"):
+    for name in ("selfplay_cpu", "selfplay_gpu", "recipe_cpu", "recipe_gpu"):
         assert isinstance(load_config(ROOT / "configs" / f"{name}.yaml"), SelfPlayConfig)
     bad = tmp_path / "bad.yaml"
     bad.write_text("algo: selfplay\nrollout_step: 8\n")
@@ -468,11 +468,13 @@ def test_config_errors_are_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_gpu_config_smoke_on_cpu(tmp_path):
-    """configs/selfplay_gpu.yaml as it is, cut to one chunk of one update, on this CPU.
+@pytest.mark.parametrize("name", ["selfplay_gpu", "recipe_gpu"])
+def test_gpu_config_smoke_on_cpu(tmp_path, name):
+    """A GPU config as it is, cut to one chunk of one update, on this CPU (the recipe's
+    twin reads the posterior with two seeds under `vmap`, where nothing is gathered).
     Quick twin: test_chunks_train_every_seed_and_league."""
     env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "training.train", "--config", str(ROOT / "configs" / "selfplay_gpu.yaml"),
+    cmd = [sys.executable, "-m", "training.train", "--config", str(ROOT / "configs" / f"{name}.yaml"),
            "--run-dir", str(tmp_path / "gpu"), "--no-wandb", "--quiet", "--set", "num_chunks=1",
            "--set", "updates_per_chunk=1", "--set", "eval_games=0"]
     res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200)
