@@ -93,8 +93,12 @@ def api_test(env, num_games: int = 64, max_steps: int = 3000, seed: int = 0) -> 
 
 
 @functools.lru_cache(maxsize=16)
-def _position_player(env):
-    """The jitted game player of `sample_positions` (one compilation per env and shape)."""
+def position_player(env):
+    """The jitted game player of `sample_positions` (one compilation per env and shape):
+    ``play(key, limit int32[G], after_private bool[G]) -> states [G]``, G games of
+    uniformly random legal moves, each stopped after ``limit`` decisions (and, where
+    ``after_private``, just after another seat's private choice); also the exploring
+    starts of `training.search_targets`."""
 
     def private(s):
         ev = last_event(s)
@@ -138,7 +142,7 @@ def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: i
     k_stop, k_play = jax.random.split(key)
     limit = jax.random.randint(k_stop, (games,), 0, max_decisions + 1)
     after_private = jnp.arange(games) % 3 == 0
-    states = _position_player(env)(k_play, limit, after_private)
+    states = position_player(env)(k_play, limit, after_private)
     live = np.flatnonzero(~np.asarray(states.terminated))[:num_states]
     assert len(live) == num_states, f"only {len(live)} of {num_states} positions were live; lower max_decisions"
     return jax.tree.map(lambda x: x[live], states)

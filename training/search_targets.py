@@ -35,9 +35,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from coupjax import rollout
 from coupjax.search.policy import make_batched_decider
 from coupjax.search.selfplay_search import SELFPLAY_CONFIG, value_cut
+from coupjax.testing import position_player
 
 
 @struct.dataclass
@@ -46,6 +46,7 @@ class SearchTargets:
     mask: jnp.ndarray  # bool [M, A]
     target: jnp.ndarray  # float32 [M, A]  the search policy's probabilities
     valid: jnp.ndarray  # bool [M]  a searched decision (False: padding where fewer were eligible)
+    inputs: object = None  # what the policy reads beside the observation (computed once: every minibatch reads it)
 
 
 def pick_decisions(key, states, count: int):
@@ -62,27 +63,20 @@ RANDOM_DECISIONS = 40  # random play stops after 0..40 decisions (as `coupjax.te
 
 def random_positions(env, key, count: int):
     """``count`` positions (a batched state) of games played with uniformly random legal
-    moves for a random number of decisions in [0, RANDOM_DECISIONS] (`coupjax.rollout.step`
-    in a `lax.scan`; a game that ended early stays ended: `pick_decisions` skips it)."""
-    k_init, k_stop, k_play = jax.random.split(key, 3)
-    state = jax.vmap(env.init)(jax.random.split(k_init, count))
+    moves for a random number of decisions in [0, RANDOM_DECISIONS]
+    (`coupjax.testing.position_player`; a game that ended early stays ended:
+    `pick_decisions` skips it)."""
+    k_stop, k_play = jax.random.split(key)
     limit = jax.random.randint(k_stop, (count,), 0, RANDOM_DECISIONS + 1)
-    players = rollout.Players(env, (rollout.uniform_logits,))
-    tables = rollout.start(state, jnp.zeros((count, env.num_players), jnp.int32))
-
-    def one(tables, k):
-        live = (tables.steps < limit) & ~tables.state.terminated
-        ks = jax.random.split(k, 3 * count).reshape(3, count, -1)
-        return rollout.step(players, tables, rollout.StepKeys(ks[0], ks[1], ks[2]), live)[0], None
-
-    tables, _ = jax.lax.scan(one, tables, jax.random.split(k_play, RANDOM_DECISIONS))
-    return tables.state
+    return position_player(env)(k_play, limit, jnp.zeros(count, bool))
 
 
-def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable):
+def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable,
+                        policy_inputs: Callable | None = None):
     """``targets(params, key, states [B]) -> SearchTargets`` for a `SelfPlayConfig`
-    ``cfg``; ``policy_logits(policy params, obs)`` and ``value_apply(value params, obs)
-    -> f32[...]`` are the run's networks.  Jittable; the params may be traced."""
+    ``cfg``; ``policy_logits(policy params, obs[, inputs])`` and ``value_apply(value
+    params, obs) -> f32[...]`` are the run's networks, ``policy_inputs(obs)`` what the
+    policy reads beside the observation (or None).  Jittable; the params may be traced."""
     count = int(cfg.search_target_states)
     from_random = int(round(count * cfg.search_target_random_share))
 
@@ -90,8 +84,6 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         k_pick, k_search, k_random, k_pick_random = jax.random.split(key, 4)
         idx, valid = pick_decisions(k_pick, states, count - from_random)
         picked = jax.tree.map(lambda x: x[idx], states)
-        if from_random == count:
-            picked, valid = jax.tree.map(lambda x: x[:0], picked), valid[:0]
         if from_random:  # 2x the positions drawn, so that enough are unfinished and offer a choice
             pool = random_positions(env, k_random, 2 * from_random)
             idx_r, valid_r = pick_decisions(k_pick_random, pool, from_random)
@@ -108,8 +100,9 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         decide = make_batched_decider(env, "regularized", config)
         logits, _ = decide(jax.random.split(k_search, count), picked)
         target = jax.lax.stop_gradient(jnp.exp(logits))
+        inputs = None if policy_inputs is None else policy_inputs(picked.observation)
         return SearchTargets(obs=picked.observation, mask=picked.legal_action_mask,
-                             target=jnp.where(picked.legal_action_mask, target, 0.0), valid=valid)
+                             target=jnp.where(picked.legal_action_mask, target, 0.0), valid=valid, inputs=inputs)
 
     return targets
 

@@ -341,7 +341,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                  + cfg.magnet_coef * kl + cfg.belief_coef * b_loss)
         out = {**aux, "kl_magnet": kl, "belief_loss": b_loss}
         if st is not None:  # expert iteration: the cross-entropy to the search's policy
-            xent, agree = cross_entropy(masked_log_softmax(policy_logits(params["policy"], st.obs), st.mask), st)
+            logp = masked_log_softmax(policy_logits(params["policy"], st.obs, st.inputs), st.mask)
+            xent, agree = cross_entropy(logp, st)
             total = total + cfg.search_target_coef * xent
             out.update(search_target_xent=xent, search_target_agree=agree)
         return total, out
@@ -350,7 +351,7 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     search_targets = None
     if cfg.search_target_coef > 0:
         search_targets = make_search_targets(env, cfg, policy_logits,
-                                             lambda p, obs: value_net.apply({"params": p}, obs)[..., 0])
+                                             lambda p, obs: value_net.apply({"params": p}, obs)[..., 0], policy_inputs)
 
     # ---------------------------------------------------------- one seed, one device
     def init_one(key, shard):
