@@ -195,6 +195,44 @@ def test_more_training_seeds_reuse_the_runs_with_best_response_seeds_of_their_ow
                    "exploit.br_seeds names no best-response seeds for training seed(s) [24]")
 
 
+
+def test_labels_added_later_train_on_their_own_seeds_and_reuse_the_runs(tmp_path, capsys):
+    """Issue 40: a recipe and its smaller budgets join experiments already made.  A label
+    may train on the first ``config_seeds`` training seeds only (its best responses too);
+    labels added to a saved config keep every run there, and a change to a saved label's
+    runs is still refused."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "experiments.yaml").write_text(yaml.safe_dump(experiments.load_config(write(tmp_path / "first.yaml", SMALL))
+                                                         .to_dict(), sort_keys=False))
+    more = {**SMALL, "configs": {**SMALL["configs"], "sp_half": "selfplay_cpu.yaml"},
+            "set": {**SMALL["set"], "sp_half": TINY_SP + ["num_chunks=1"]}, "config_seeds": {"sp_half": 2},
+            "exploit": {**SMALL["exploit"], "configs": ["dqn", "sp", "sp_half"]}}
+    cfg = experiments.load_config(write(tmp_path / "more.yaml", more))
+    assert cfg.seeds_of("sp_half") == (21, 22) and cfg.seeds_of("sp") == (21, 22, 23)
+    names = [it.name for it in experiments.plan(cfg, out, "sp_half")]
+    assert names == ["train/sp_half/seed_21", "train/sp_half/seed_22", "exploit/sp_half/seed_21/dqn/br_50",
+                     "exploit/sp_half/seed_21/dqn/br_51", "exploit/sp_half/seed_21/ppo/br_50",
+                     "exploit/sp_half/seed_21/ppo/br_51", "exploit/sp_half/seed_22/dqn/br_50", "exploit/sp_half/seed_22/dqn/br_51"]
+    capsys.readouterr()
+    assert experiments.main(["--config", str(tmp_path / "more.yaml"), "--out", str(out), "--dry-run"]) == 0
+    assert "train/sp_half/seed_22" in capsys.readouterr().out
+    exp = {**cfg.to_dict(), "configs": {"sp_half": "x"}}  # the final report reads the same seeds
+    with pytest.raises(final.FinalReportError, match="2 run"):
+        final.units(exp, out)
+    changed = {**more, "set": {**more["set"], "sp": TINY_SP + ["num_chunks=1"]}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "changed.yaml", changed)),
+                                                     "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "set")
+    for bad in (0, 4, "two"):
+        one_line_error(capsys, lambda: experiments.main(["--config", str(write(
+            tmp_path / "bad.yaml", {**more, "config_seeds": {"sp_half": bad}})), "--dry-run"]),
+            "config key config_seeds.sp_half must be a number of training seeds in [1, 3]")
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(
+        tmp_path / "bad.yaml", {**more, "config_seeds": {"sp_hlf": 1}})), "--dry-run"]),
+        "config key config_seeds.sp_hlf is not known; did you mean 'sp_half'?")
+
+
 @pytest.mark.slow
 def test_a_cut_training_resumes_and_a_best_response_is_recorded(tmp_path, capsys):
     """Real tiny runs: a run cut after one chunk resumes through the trainer's --resume,
