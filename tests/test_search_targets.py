@@ -87,10 +87,11 @@ def test_cross_entropy_weighs_only_the_searched_decisions():
 @pytest.mark.parametrize("share", [0.0, 0.5])
 def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
     """Also (share 0.5) with the policy reading the posterior: the searched decisions carry
-    their features, computed once for every minibatch."""
+    their features, computed once for every minibatch; and with exploring starts (half the
+    games restarted from random play each update, `training.selfplay.restart_from_random`)."""
     if share:
         setup = make_train(config_from_dict(dict(TINY, search_target_random_share=share,
-                                                 policy_reads_posterior=True)))
+                                                 policy_reads_posterior=True, exploring_starts=share)))
     rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
     rs1, m = setup.train_chunk(rs0)
     flat = setup.flatten_metrics(m)
