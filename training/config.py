@@ -195,6 +195,9 @@ class SelfPlayConfig:
     search_target_prior_uniform: float = key(0.3, UNIT)  # the uniform policy's share in the search's prior
     search_target_rollout_steps: int = key(4, POSITIVE)  # decisions before the value head scores a rollout
     search_target_rollouts_per_world: int = key(4, POSITIVE)  # rollouts per (sampled world, legal action)
+    # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the
+    # scripted bots' mix as the registered search policies do (scored by the search's heuristic value)
+    search_target_rollout_policy: str = key("network", ("network", "scripted_mix"))
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)

@@ -93,11 +93,13 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         def net(k, s):
             return jnp.where(s.legal_action_mask, policy_logits(params["policy"], s.observation), -jnp.inf)
 
+        scripted = cfg.search_target_rollout_policy != "network"
         config = dataclasses.replace(
-            SELFPLAY_CONFIG, rollout_policy=net, prior_policy=net, tau=cfg.search_target_tau,
-            prior_uniform=cfg.search_target_prior_uniform, max_rollout_steps=cfg.search_target_rollout_steps,
+            SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
+            tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
+            max_rollout_steps=cfg.search_target_rollout_steps,
             rollouts_per_world=int(cfg.search_target_rollouts_per_world),
-            cut_value=value_cut(env, lambda obs: value_apply(params["value"], obs)))
+            cut_value=None if scripted else value_cut(env, lambda obs: value_apply(params["value"], obs)))
         decide = make_batched_decider(env, "regularized", config)
         logits, _ = decide(jax.random.split(k_search, count), picked)
         target = jax.lax.stop_gradient(jnp.exp(logits))
