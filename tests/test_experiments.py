@@ -96,11 +96,16 @@ def test_the_shipped_plan(capsys, tmp_path):
                    "--dry-run", "--only", "train"]) == 0
     text = capsys.readouterr().out
     cfg = experiments.load_config(ROOT / "configs" / "experiments.yaml")
-    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job", "selfplay_cpu_2x"}
+    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job", "selfplay_cpu_2x",
+                                "recipe_cpu", "recipe_cpu_10", "recipe_cpu_20"}
     assert len(cfg.training_seeds) >= 3 and not set(cfg.training_seeds) & set(S.TUNING_SEEDS)
     for label in cfg.configs:
         for s in cfg.training_seeds:
-            assert f"train/{label}/seed_{s}" in text
+            assert (f"train/{label}/seed_{s}" in text) == (s in cfg.seeds_of(label))
+    # issue 40: the recipe on every training seed, its compute curve's smaller budgets on two
+    assert cfg.seeds_of("recipe_cpu") == cfg.training_seeds and len(cfg.seeds_of("recipe_cpu_10")) == 2
+    chunks = [experiments.training_config(cfg, x, 21).num_chunks for x in cfg.report["curve"]["recipe"]["budgets"]]
+    assert chunks == sorted(chunks) and len(set(chunks)) == 3
     assert experiments.training_config(cfg, "main_job", 22).num_chunks == 6  # the main job's cut, on a fresh seed
     # equal compute: the league with exploiters' two passes of updates (training.exploiter_league)
     from training.exploiter_league import learner_config
@@ -595,12 +600,13 @@ RECIPE = {"curve": {"recipe": {"budgets": ["dqn", "sp"], "baseline": "random"}},
 
 
 def test_curve_and_targets_are_optional_report_keys(tmp_path):
-    """Without them the report section is what it was (the shipped config names neither);
-    with them they are kept, the maximum's families defaulting to issue 40's."""
+    """Without them the report section is what it was; with them (the shipped config's)
+    they are kept, the maximum's families defaulting to issue 40's."""
     plain = experiments.load_config(write(tmp_path / "plain.yaml", SMALL))
     assert set(plain.report) == {"condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head"}
-    shipped = experiments.load_config(ROOT / "configs" / "experiments.yaml")
-    assert "curve" not in shipped.report and "targets" not in shipped.report
+    shipped = experiments.load_config(ROOT / "configs" / "experiments.yaml")  # issue 40's, as its criterion reads
+    assert shipped.report["targets"]["recipe_cpu"]["scenarios_at_least"] == 28
+    assert shipped.report["conditions"] == ["aggressive_heavy", "honest_heavy"]
     cfg = experiments.load_config(write(tmp_path / "r.yaml", {**SMALL, "report": {**SMALL["report"], **RECIPE}}))
     assert cfg.report["curve"] == RECIPE["curve"]
     assert cfg.report["targets"]["sp"] == {**RECIPE["targets"]["sp"], "max_families": ["dqn", "dqn4x", "ppo"]}
