@@ -10,7 +10,9 @@ machine (the config's ``estimate`` rates; a finished item shows its measured tim
 
 * ``train/LABEL/seed_S``: `training.train.run_training` of the config with ``seed = S``
   into ``DIR/train/LABEL/seed_S`` (a run directory: checkpoints, export, summary.json;
-  a league with exploiters, `training.exploiter_league`, trains its passes inside it);
+  a league with exploiters, `training.exploiter_league`, trains its passes inside it),
+  for every training seed, or the first ``config_seeds[LABEL]`` of them (a compute
+  curve's smaller budgets, say);
 * ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
   (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
   record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
@@ -54,7 +56,7 @@ from evals.experiments_keys import str_list as _strs
 
 PROG = "python -m evals.experiments"
 QUICKSTART = "quickstart"
-KEYS = ("out", "training_seeds", "configs", "set", "exploit", "report", "estimate")
+KEYS = ("out", "training_seeds", "configs", "set", "config_seeds", "exploit", "report", "estimate")
 EXPLOIT_KEYS = ("configs", "families", "one_seed_families", "one_seed_configs", "br_seeds", "one_seed_br_seeds",
                 "games", "set", "ppo_set", "search")
 ESTIMATE_KEYS = ("compile_seconds", "selfplay_env_steps_per_second", "dqn_transitions_per_second",
@@ -80,6 +82,12 @@ class ExperimentsConfig:
     report: dict
     estimate: dict
     paths: dict = dataclasses.field(default_factory=dict)  # label -> the config file found, or "quickstart"
+    config_seeds: dict = dataclasses.field(default_factory=dict)  # label -> how many of training_seeds (default all)
+
+    def seeds_of(self, label: str) -> tuple:
+        """The training seeds ``label`` trains on: the first ``config_seeds[label]`` of
+        ``training_seeds`` (all by default)."""
+        return self.training_seeds[: self.config_seeds.get(label, len(self.training_seeds))]
 
     def to_dict(self) -> dict:
         d = json.loads(json.dumps(dataclasses.asdict(self)))
@@ -126,6 +134,12 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
             _fail(f"config key configs.{label}: {err}")
         if cfg.algo not in ("dqn", "selfplay", "exploiter_league"):
             _fail(f"config key configs.{label}: {cfg.algo} runs are not trained in chunks")
+    counts = raw.get("config_seeds") or {}
+    _known("config_seeds", counts, list(configs))
+    for label, k in counts.items():
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(seeds):
+            _fail(f"config key config_seeds.{label} must be a number of training seeds in [1, {len(seeds)}], "
+                  f"got {k!r}")
     ex = dict(raw.get("exploit") or {})
     _known("exploit", ex, EXPLOIT_KEYS)
     exploit = _exploit(ex, list(configs), list(seeds))
@@ -141,7 +155,7 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
                 "best_response_transitions_per_second": 9000, "tables_per_second": 40, "search_tables_per_second": 6,
                 **est}
     return ExperimentsConfig(out, seeds, dict(configs), {k: list(_strs(f"set.{k}", v)) for k, v in sets.items()},
-                             exploit, report, estimate, resolved)
+                             exploit, report, estimate, resolved, dict(counts))
 
 
 def _load(path: Path, overrides):
@@ -332,7 +346,7 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
     out = Path(out)
     items = []
     for label in cfg.configs:
-        for s in cfg.training_seeds:
+        for s in cfg.seeds_of(label):
             tc = training_config(cfg, label, s)
             p = run_dir(out, label, s)
             it = Item(f"train/{label}/seed_{s}", "train", label, s, p, _train_estimate(tc, cfg.estimate))
@@ -344,7 +358,7 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
             items.append(it)
     ex = cfg.exploit
     for label in ex["configs"]:
-        for i, s in enumerate(cfg.training_seeds):
+        for i, s in enumerate(cfg.seeds_of(label)):
             one_seed = ex["one_seed_families"] if i == 0 and label in ex["one_seed_configs"] else []
             for family in ex["families"] + one_seed:
                 for br in ex["one_seed_br_seeds"] if family in one_seed else br_seeds_for(ex, s):
@@ -432,7 +446,8 @@ def exploit_summaries(cfg: ExperimentsConfig, out: Path) -> dict:
 def changed_keys(old: dict, new: dict) -> list[str]:
     """The keys of the saved config ``old`` that ``new`` changes for the runs already
     planned (``estimate`` and ``report`` change no run).  ``new`` may add training seeds
-    after ``old``'s, each with best-response seeds of its own: more units, every run
+    after ``old``'s, each with best-response seeds of its own, and labels of configs
+    (with their ``set``, ``config_seeds`` and best responses): more units, every run
     already made reused."""
     seeds = old.get("training_seeds")
     extended = (isinstance(seeds, list) and isinstance(new.get("training_seeds"), list)
@@ -443,14 +458,31 @@ def changed_keys(old: dict, new: dict) -> list[str]:
             return exploit
         return {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in seeds}}
 
+    labels = list(old.get("configs") or {})
+
+    def old_labels(key, d):  # a per-label mapping, restricted to the saved config's labels
+        d = d.get(key) or {}
+        return {k: v for k, v in d.items() if k in labels} if isinstance(d, dict) else d
+
+    def old_configs(exploit):  # the best-response lists of the saved config's labels only
+        if not isinstance(exploit, dict):
+            return exploit
+        return {**exploit, **{k: [c for c in exploit[k] if c in labels]
+                              for k in ("configs", "one_seed_configs") if isinstance(exploit.get(k), list)}}
+
     diff = []
     for key in sorted(set(old) | set(new)):
         if key in ("estimate", "report"):
             continue
+        if key in ("configs", "set", "config_seeds"):  # labels may be added: more runs, none changed
+            if old_labels(key, old) != old_labels(key, new):
+                diff.append(key)
+            continue
         if key == "training_seeds" and extended:
             continue
-        if key == "exploit" and extended:
-            if per_seed(old.get(key)) != per_seed(new.get(key)):
+        if key == "exploit":
+            o, n = old_configs(old.get(key)), old_configs(new.get(key))
+            if (per_seed(o) != per_seed(n)) if extended else (o != n):
                 diff.append(key)
             continue
         if old.get(key) != new.get(key):

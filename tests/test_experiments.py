@@ -96,11 +96,16 @@ def test_the_shipped_plan(capsys, tmp_path):
                    "--dry-run", "--only", "train"]) == 0
     text = capsys.readouterr().out
     cfg = experiments.load_config(ROOT / "configs" / "experiments.yaml")
-    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job", "selfplay_cpu_2x"}
+    assert set(cfg.configs) == {"dqn_cpu", "selfplay_cpu", "selfplay_psro_cpu", "main_job", "selfplay_cpu_2x",
+                                "recipe_cpu", "recipe_cpu_10", "recipe_cpu_20"}
     assert len(cfg.training_seeds) >= 3 and not set(cfg.training_seeds) & set(S.TUNING_SEEDS)
     for label in cfg.configs:
         for s in cfg.training_seeds:
-            assert f"train/{label}/seed_{s}" in text
+            assert (f"train/{label}/seed_{s}" in text) == (s in cfg.seeds_of(label))
+    # issue 40: the recipe on every training seed, its compute curve's smaller budgets on two
+    assert cfg.seeds_of("recipe_cpu") == cfg.training_seeds and len(cfg.seeds_of("recipe_cpu_10")) == 2
+    chunks = [experiments.training_config(cfg, x, 21).num_chunks for x in cfg.report["curve"]["recipe"]["budgets"]]
+    assert chunks == sorted(chunks) and len(set(chunks)) == 3
     assert experiments.training_config(cfg, "main_job", 22).num_chunks == 6  # the main job's cut, on a fresh seed
     # equal compute: the league with exploiters' two passes of updates (training.exploiter_league)
     from training.exploiter_league import learner_config
@@ -193,6 +198,44 @@ def test_more_training_seeds_reuse_the_runs_with_best_response_seeds_of_their_ow
     one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "short.yaml", short)),
                                                      "--dry-run"]),
                    "exploit.br_seeds names no best-response seeds for training seed(s) [24]")
+
+
+
+def test_labels_added_later_train_on_their_own_seeds_and_reuse_the_runs(tmp_path, capsys):
+    """Issue 40: a recipe and its smaller budgets join experiments already made.  A label
+    may train on the first ``config_seeds`` training seeds only (its best responses too);
+    labels added to a saved config keep every run there, and a change to a saved label's
+    runs is still refused."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "experiments.yaml").write_text(yaml.safe_dump(experiments.load_config(write(tmp_path / "first.yaml", SMALL))
+                                                         .to_dict(), sort_keys=False))
+    more = {**SMALL, "configs": {**SMALL["configs"], "sp_half": "selfplay_cpu.yaml"},
+            "set": {**SMALL["set"], "sp_half": TINY_SP + ["num_chunks=1"]}, "config_seeds": {"sp_half": 2},
+            "exploit": {**SMALL["exploit"], "configs": ["dqn", "sp", "sp_half"]}}
+    cfg = experiments.load_config(write(tmp_path / "more.yaml", more))
+    assert cfg.seeds_of("sp_half") == (21, 22) and cfg.seeds_of("sp") == (21, 22, 23)
+    names = [it.name for it in experiments.plan(cfg, out, "sp_half")]
+    assert names == ["train/sp_half/seed_21", "train/sp_half/seed_22", "exploit/sp_half/seed_21/dqn/br_50",
+                     "exploit/sp_half/seed_21/dqn/br_51", "exploit/sp_half/seed_21/ppo/br_50",
+                     "exploit/sp_half/seed_21/ppo/br_51", "exploit/sp_half/seed_22/dqn/br_50", "exploit/sp_half/seed_22/dqn/br_51"]
+    capsys.readouterr()
+    assert experiments.main(["--config", str(tmp_path / "more.yaml"), "--out", str(out), "--dry-run"]) == 0
+    assert "train/sp_half/seed_22" in capsys.readouterr().out
+    exp = {**cfg.to_dict(), "configs": {"sp_half": "x"}}  # the final report reads the same seeds
+    with pytest.raises(final.FinalReportError, match="2 run"):
+        final.units(exp, out)
+    changed = {**more, "set": {**more["set"], "sp": TINY_SP + ["num_chunks=1"]}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "changed.yaml", changed)),
+                                                     "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "set")
+    for bad in (0, 4, "two"):
+        one_line_error(capsys, lambda: experiments.main(["--config", str(write(
+            tmp_path / "bad.yaml", {**more, "config_seeds": {"sp_half": bad}})), "--dry-run"]),
+            "config key config_seeds.sp_half must be a number of training seeds in [1, 3]")
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(
+        tmp_path / "bad.yaml", {**more, "config_seeds": {"sp_hlf": 1}})), "--dry-run"]),
+        "config key config_seeds.sp_hlf is not known; did you mean 'sp_half'?")
 
 
 @pytest.mark.slow
@@ -557,12 +600,13 @@ RECIPE = {"curve": {"recipe": {"budgets": ["dqn", "sp"], "baseline": "random"}},
 
 
 def test_curve_and_targets_are_optional_report_keys(tmp_path):
-    """Without them the report section is what it was (the shipped config names neither);
-    with them they are kept, the maximum's families defaulting to issue 40's."""
+    """Without them the report section is what it was; with them (the shipped config's)
+    they are kept, the maximum's families defaulting to issue 40's."""
     plain = experiments.load_config(write(tmp_path / "plain.yaml", SMALL))
     assert set(plain.report) == {"condition", "games", "baselines", "pairs", "head_to_head_games", "head_to_head"}
-    shipped = experiments.load_config(ROOT / "configs" / "experiments.yaml")
-    assert "curve" not in shipped.report and "targets" not in shipped.report
+    shipped = experiments.load_config(ROOT / "configs" / "experiments.yaml")  # issue 40's, as its criterion reads
+    assert shipped.report["targets"]["recipe_cpu"]["scenarios_at_least"] == 28
+    assert shipped.report["conditions"] == ["aggressive_heavy", "honest_heavy"]
     cfg = experiments.load_config(write(tmp_path / "r.yaml", {**SMALL, "report": {**SMALL["report"], **RECIPE}}))
     assert cfg.report["curve"] == RECIPE["curve"]
     assert cfg.report["targets"]["sp"] == {**RECIPE["targets"]["sp"], "max_families": ["dqn", "dqn4x", "ppo"]}

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from coupjax import rules
 from coupjax.game import board
 from coupjax.networks import posterior_features
 from coupjax.testing import check_policy, sample_positions
@@ -87,10 +88,11 @@ def test_cross_entropy_weighs_only_the_searched_decisions():
 @pytest.mark.parametrize("share", [0.0, 0.5])
 def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
     """Also (share 0.5) with the policy reading the posterior: the searched decisions carry
-    their features, computed once for every minibatch."""
+    their features, computed once for every minibatch; and with exploring starts (half the
+    games restarted from random play each update, `training.selfplay.restart_from_random`)."""
     if share:
         setup = make_train(config_from_dict(dict(TINY, search_target_random_share=share,
-                                                 policy_reads_posterior=True)))
+                                                 policy_reads_posterior=True, exploring_starts=share)))
     rs0 = setup.init(jax.random.PRNGKey(setup.config.seed))
     rs1, m = setup.train_chunk(rs0)
     flat = setup.flatten_metrics(m)
@@ -104,3 +106,30 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))
+
+
+def test_the_scripted_teacher_challenges_impossible_claims_where_it_is_sure(setup):
+    """``search_target_rollout_policy: scripted_mix`` (the registered search's rollouts and
+    heuristic value): at the scenario benchmark's impossible claims, every decision the
+    margin keeps has the challenge as the target's most likely play; a margin above any
+    value gap keeps none."""
+    from evals.report import decision_benchmark as db
+
+    env = setup.env
+    params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
+    built = [(s, m) for s, m in db.build_all() if s.name.startswith("impossible_")]
+    value = lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0]  # noqa: E731
+    kept = 0
+    for margin in (0.1, 10.0):
+        cfg = config_from_dict(dict(TINY, search_target_states=1, search_target_rollout_policy="scripted_mix",
+                                    search_target_rollout_steps=8, search_target_margin=margin))
+        targets = jax.jit(make_search_targets(env, cfg, setup.policy_logits, value))
+        for i, (s, m) in enumerate(built):
+            t = targets(params, jax.random.PRNGKey(i), jax.tree.map(lambda x: jnp.asarray(x)[None], m.state))
+            if margin > 1:
+                assert not bool(t.valid[0]), s.name
+            elif bool(t.valid[0]):
+                kept += 1
+                challenge = rules.action_id("challenge", m.current_player, env.num_players)
+                assert int(jnp.argmax(t.target[0])) == challenge, s.name
+    assert kept >= len(built) // 2, kept

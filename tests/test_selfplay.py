@@ -23,8 +23,9 @@ from training.config import ConfigError, SelfPlayConfig, config_from_dict, confi
 from training.league import League
 from training.league import masked_log_softmax
 from training.runs import RunDirError, check_run_dir
+from training.search_targets import random_positions
 from training.selfplay import (Batch, calibration_sums, ece_from_sums, load_belief, make_train, on_learner_rows,
-                               ppo_terms, seat_advantages)
+                               ppo_terms, restart_from_random, seat_advantages)
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -174,6 +175,29 @@ def test_league_plays_the_same_games_gathered():
     want, got = play(tables, keys, False), play(tables, keys, True)
     assert int(want[1].done.sum()) > 0
     assert _same(want, got)
+
+
+
+def test_exploring_starts_restart_the_drawn_games_from_random_play():
+    """`restart_from_random` puts ``count`` positions of random play on ``count`` distinct
+    tables, keeps a table's own game where the random game ended, and leaves every other
+    table and every seat's member as they were."""
+    env, B, count = Env(4), 16, 12
+    league = League(env, {"random": 1.0, "honest": 1.0}, 1, 0.2, 0.2)
+    tables = league.reset(jax.random.PRNGKey(5), B)
+    key = jax.random.PRNGKey(6)
+    out = jax.jit(restart_from_random, static_argnums=(0, 3))(env, key, tables, count)
+    pos = random_positions(env, jax.random.split(key)[1], count)
+    ended = np.asarray(pos.terminated)
+    assert 0 < ended.sum() < count  # some random games end within 40 decisions, most do not
+    assert not np.asarray(out.state.terminated).any()
+    assert _same((out.member, out.primary, out.slot), (tables.member, tables.primary, tables.slot))
+    changed = [g for g in range(B) if not _same(jax.tree.map(lambda x: x[g], out.state),
+                                                jax.tree.map(lambda x: x[g], tables.state))]
+    assert len(changed) == count - ended.sum()
+    for g in changed:  # each is one of the live random positions
+        game = jax.tree.map(lambda x: x[g], out.state)
+        assert any(_same(game, jax.tree.map(lambda x: x[i], pos)) for i in np.flatnonzero(~ended))
 
 
 # ------------------------------------------------------------------ the training loop

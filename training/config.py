@@ -187,12 +187,18 @@ class SelfPlayConfig:
     belief_hidden_sizes: tuple = (128, 128)  # []: a head on the policy MLP's last hidden layer
     policy_reads_belief: bool = False  # the policy reads the belief's probabilities beside the observation
     policy_reads_posterior: bool = False  # the policy reads the exact posterior's marginals and claims' truth too
+    exploring_starts: float = key(0.0, UNIT)  # share of the games restarted each update from a random-play position
     # --- expert iteration: the sampled-world search as teacher (training.search_targets); 0 = off
     search_target_coef: float = key(0.0, NONNEGATIVE)  # weight of the cross-entropy to the search's policy
     search_target_states: int = key(32, POSITIVE)  # decisions searched per update (drawn among the games')
     search_target_tau: float = key(0.05, POSITIVE)  # the regularised search's temperature on its values
     search_target_prior_uniform: float = key(0.3, UNIT)  # the uniform policy's share in the search's prior
     search_target_rollout_steps: int = key(4, POSITIVE)  # decisions before the value head scores a rollout
+    search_target_rollouts_per_world: int = key(4, POSITIVE)  # rollouts per (sampled world, legal action)
+    # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the
+    # scripted bots' mix as the registered search policies do (scored by the search's heuristic value)
+    search_target_rollout_policy: str = key("network", ("network", "scripted_mix"))
+    search_target_margin: float = key(0.0, NONNEGATIVE)  # a decision counts only where its best value leads by this
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)

@@ -19,6 +19,14 @@ the loss is the cross-entropy from it to the network's policy on those decisions
 Everything reads the searching seat's observation only (the worlds are sampled from it),
 so nothing hidden enters the target.
 
+``search_target_rollout_policy: scripted_mix`` plays the rollouts with the scripted
+bots' mix instead, as the registered search policies (``expected``) do, scored by the
+search's heuristic value: a teacher that does not share the network's blind spots (the
+network's own rollouts never challenge, so its search undervalues a challenge).
+``search_target_margin`` > 0 keeps only the decisions whose best action's value leads
+the next one's by that much: the teacher speaks where it is sure and leaves the close
+calls to PPO.
+
 ``search_target_random_share`` of the searched decisions come instead from games of
 uniformly random legal play stopped after up to ``RANDOM_DECISIONS`` decisions
 (exploring starts): self-play rarely reaches the positions where a claim is impossible or
@@ -93,13 +101,19 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         def net(k, s):
             return jnp.where(s.legal_action_mask, policy_logits(params["policy"], s.observation), -jnp.inf)
 
+        scripted = cfg.search_target_rollout_policy != "network"
         config = dataclasses.replace(
-            SELFPLAY_CONFIG, rollout_policy=net, prior_policy=net, tau=cfg.search_target_tau,
-            prior_uniform=cfg.search_target_prior_uniform, max_rollout_steps=cfg.search_target_rollout_steps,
-            cut_value=value_cut(env, lambda obs: value_apply(params["value"], obs)))
+            SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
+            tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
+            max_rollout_steps=cfg.search_target_rollout_steps,
+            rollouts_per_world=int(cfg.search_target_rollouts_per_world),
+            cut_value=None if scripted else value_cut(env, lambda obs: value_apply(params["value"], obs)))
         decide = make_batched_decider(env, "regularized", config)
-        logits, _ = decide(jax.random.split(k_search, count), picked)
+        logits, res = decide(jax.random.split(k_search, count), picked)
         target = jax.lax.stop_gradient(jnp.exp(logits))
+        if cfg.search_target_margin > 0:  # only where the search is sure: its best action leads the next
+            top2 = jax.lax.top_k(jnp.where(res.valid, res.q, -jnp.inf), 2)[0]
+            valid = valid & (top2[:, 0] - top2[:, 1] >= cfg.search_target_margin)
         inputs = None if policy_inputs is None else policy_inputs(picked.observation)
         return SearchTargets(obs=picked.observation, mask=picked.legal_action_mask,
                              target=jnp.where(picked.legal_action_mask, target, 0.0), valid=valid, inputs=inputs)

@@ -26,7 +26,9 @@ the value of each seat's own view, and an eliminated seat on its known loss); th
 (the last term on a few decisions per update searched with the current networks,
 `training.search_targets`; off by default), and the magnet moves towards the policy
 (an EMA of its parameters); every ``snapshot_every`` updates the policy joins the
-league as a snapshot.
+league as a snapshot.  With ``exploring_starts`` > 0, that share of the games then
+continues from positions of uniformly random play (`restart_from_random`), so that PPO
+also meets the positions self-play seldom reaches.
 
 Why PPO with a magnet, not R-NaD: it is the regulariser Ataraxos trains its move
 network with (clipped importance ratios and a reverse KL to a magnet policy), i.e.
@@ -79,7 +81,7 @@ from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, 
                               posterior_features)
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
-from training.search_targets import cross_entropy, make_search_targets
+from training.search_targets import cross_entropy, make_search_targets, random_positions
 from training.setup import Setup, default_devices
 
 AXIS = "data"
@@ -250,6 +252,26 @@ class SelfPlaySetup(Setup):
 COUNTS = ("games", "wins", "env_steps", "transitions", "stalls")
 
 
+
+def restart_from_random(env, key, tables: Tables, count: int) -> Tables:
+    """Exploring starts (``exploring_starts``): ``count`` of the games, drawn at random,
+    continue from positions of uniformly random play instead
+    (`training.search_targets.random_positions`; where that game ended, the table keeps
+    its own).  Self-play seldom reaches a claim that every visible copy makes impossible,
+    or a caught bluffer claiming again; random play, with its bluffs and revealed cards,
+    reaches them, and PPO learns their values from the games that follow.  The seats keep
+    their league members."""
+    k_pick, k_pos = jax.random.split(key)
+    pos = random_positions(env, k_pos, count)
+    idx = jax.random.permutation(k_pick, tables.slot.shape[0])[:count]
+
+    def put(t, p):
+        ended = pos.terminated.reshape((-1,) + (1,) * (p.ndim - 1))
+        return t.at[idx].set(jnp.where(ended, t[idx], p))
+
+    return tables.replace(state=jax.tree.map(put, tables.state, pos))
+
+
 def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     """Everything for a self-play run of ``cfg`` on ``devices`` (default: the most of
     `jax.devices()` that divide ``num_envs``)."""
@@ -399,6 +421,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
                       policy_inputs=inputs)
         return tables, rec, batch
 
+    restarts = max(1, math.ceil(cfg.exploring_starts * B))
+
     def update_one(rs: RunnerState, _):
         key, k_roll, k_perm = jax.random.split(rs.key, 3)
         tables, rec, batch = collect(rs, k_roll)
@@ -428,6 +452,8 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         (params, opt), aux = jax.lax.scan(epoch, (rs.params, rs.opt_state), jax.random.split(k_perm, cfg.num_epochs))
         magnet = jax.tree.map(lambda m, p: cfg.magnet_ema * m + (1 - cfg.magnet_ema) * p, rs.magnet,
                               params["policy"])
+        if cfg.exploring_starts > 0:  # after the rollout's bootstrap: the cut games were truncated, not ended
+            tables = restart_from_random(env, jax.random.fold_in(k_roll, 2), tables, restarts)
         update = rs.update + 1
         due = update % cfg.snapshot_every == 0
         ring = (update // cfg.snapshot_every - 1) % K

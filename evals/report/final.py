@@ -91,7 +91,8 @@ def units(exp: dict, runs: Path) -> dict:
     finished), each baseline's spec.  FinalReportError naming the runs that are missing."""
     out, missing = {}, []
     for label in exp["configs"]:
-        dirs = [Path(runs) / "train" / label / f"seed_{s}" for s in exp["training_seeds"]]
+        seeds = exp["training_seeds"][: (exp.get("config_seeds") or {}).get(label, len(exp["training_seeds"]))]
+        dirs = [Path(runs) / "train" / label / f"seed_{s}" for s in seeds]
         missing += [str(d) for d in dirs if not ((d / "export").is_dir() and (d / "summary.json").is_file())]
         out[label] = [str(d) for d in dirs]
     if missing:
