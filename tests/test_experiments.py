@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import matplotlib.image as mpimg
 import numpy as np
 import pytest
 import yaml
@@ -547,7 +548,11 @@ def test_final_ranks_each_pool_pair_in_each_condition(tmp_path, monkeypatch):
                                                                     5))
     with pytest.raises(final.FinalReportError, match="any of 5 comparisons"):
         final.check_boot(exp, 30)
-    assert draw_final(fin, tmp_path / "figs") == {"configs": "configs.png"}  # the first condition's table
+    assert draw_final(fin, tmp_path / "figs") == {"configs": "configs.png"}
+    one = tmp_path / "one"
+    draw_final({k: v for k, v in fin.items() if k != "configs_by_condition"}, one)
+    both, single = (mpimg.imread(d / "configs.png").shape for d in (tmp_path / "figs", one))
+    assert both[1] > 1.8 * single[1] and both[0] == single[0]  # a panel per condition, side by side
     rep = {"final": fin, "policies": {}, "search_policies": {}, "advisor": {}, "meta": {"git_commit": "x"}}
     text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
                         {}, ledger=[])

@@ -162,28 +162,33 @@ def scenario_scores(rep: dict, path: Path) -> str:
 def final_configs(fin: dict, path: Path, num_players: int = 4) -> str:
     """docs/results.md's first figure: each config's training seeds as dots (each with its
     Wilson interval over tables) beside their mean with the Student-t interval over
-    training seeds, so the reader sees which noise is the larger."""
+    training seeds, so the reader sees which noise is the larger; one panel per condition
+    of the report (``configs_by_condition``), on one win-rate axis."""
+    by = fin.get("configs_by_condition") or {fin["condition"]: fin["configs"]}
     labels = list(fin["configs"])
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels) + 2), 4))
-    mean_label = "mean [95% over training seeds]"  # on the first trained config only
-    for i, label in enumerate(labels):
-        c = fin["configs"][label]
-        units = c["units"]
-        xs = i - 0.15 + (np.arange(len(units)) - (len(units) - 1) / 2) * 0.08
-        y = np.array([u["win_rate"] for u in units])
-        err = [y - [u["ci95_low"] for u in units], np.array([u["ci95_high"] for u in units]) - y]
-        ax.errorbar(xs, y, yerr=err, fmt="o", ms=4, color="tab:blue", capsize=2,
-                    label="a training seed [95% over tables]" if i == 0 else None)
-        if c["training_seeds"] > 1:
-            ax.errorbar([i + 0.2], [c["win_rate"]], yerr=[[c["win_rate"] - c["ci95_low"]],
-                                                         [c["ci95_high"] - c["win_rate"]]],
-                        fmt="s", ms=6, color="tab:red", capsize=4, label=mean_label)
-            mean_label = None
-    ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
-    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-    ax.set_ylabel("win rate")
-    ax.set_title(f"One seat of the same `{fin['condition']}` tables, held-out seeds", fontsize=10)
-    ax.legend(fontsize=8, loc="lower right")
+    width = max(6, 0.9 * len(labels) + 2)
+    fig, axes = plt.subplots(1, len(by), figsize=(width * len(by), 4), sharey=True, squeeze=False)
+    for ax, (condition, configs) in zip(axes[0], by.items()):
+        mean_label = "mean [95% over training seeds]"  # on the first trained config only
+        for i, label in enumerate(labels):
+            c = configs[label]
+            units = c["units"]
+            xs = i - 0.15 + (np.arange(len(units)) - (len(units) - 1) / 2) * 0.08
+            y = np.array([u["win_rate"] for u in units])
+            err = [y - [u["ci95_low"] for u in units], np.array([u["ci95_high"] for u in units]) - y]
+            ax.errorbar(xs, y, yerr=err, fmt="o", ms=4, color="tab:blue", capsize=2,
+                        label="a training seed [95% over tables]" if i == 0 else None)
+            if c["training_seeds"] > 1:
+                ax.errorbar([i + 0.2], [c["win_rate"]], yerr=[[c["win_rate"] - c["ci95_low"]],
+                                                             [c["ci95_high"] - c["win_rate"]]],
+                            fmt="s", ms=6, color="tab:red", capsize=4, label=mean_label)
+                mean_label = None
+        ax.axhline(1 / num_players, color="grey", lw=0.8, ls="--", label=f"fair share 1/{num_players}")
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+        ax.set_xlim(-0.6, len(labels) - 0.4)
+        ax.set_title(f"One seat of the same `{condition}` tables, held-out seeds", fontsize=10)
+        ax.legend(fontsize=8, loc="best")
+    axes[0][0].set_ylabel("win rate")
     return _save(fig, path)
 
 
