@@ -252,7 +252,6 @@ class SelfPlaySetup(Setup):
 COUNTS = ("games", "wins", "env_steps", "transitions", "stalls")
 
 
-
 def restart_from_random(env, key, tables: Tables, count: int) -> Tables:
     """Exploring starts (``exploring_starts``): ``count`` of the games, drawn at random,
     continue from positions of uniformly random play instead
