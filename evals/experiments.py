@@ -50,6 +50,7 @@ from coupjax.seeds import TUNING_SEEDS
 from coupjax.yaml_file import read_yaml
 from evals.experiments_keys import REPORT_KEYS, ExperimentsError
 from evals.experiments_keys import check_known as _known
+from evals.experiments_keys import label_seeds
 from evals.experiments_keys import refuse as _fail
 from evals.experiments_keys import report_section as _report
 from evals.experiments_keys import str_list as _strs
@@ -85,9 +86,8 @@ class ExperimentsConfig:
     config_seeds: dict = dataclasses.field(default_factory=dict)  # label -> how many of training_seeds (default all)
 
     def seeds_of(self, label: str) -> tuple:
-        """The training seeds ``label`` trains on: the first ``config_seeds[label]`` of
-        ``training_seeds`` (all by default)."""
-        return self.training_seeds[: self.config_seeds.get(label, len(self.training_seeds))]
+        """The training seeds ``label`` trains on (`evals.experiments_keys.label_seeds`)."""
+        return label_seeds(self.training_seeds, self.config_seeds, label)
 
     def to_dict(self) -> dict:
         d = json.loads(json.dumps(dataclasses.asdict(self)))

@@ -114,6 +114,12 @@ def report_section(rep: dict, labels: list) -> dict:
     return out
 
 
+def label_seeds(training_seeds, config_seeds: Mapping | None, label: str) -> tuple:
+    """The training seeds ``label`` trains on: the first ``config_seeds[label]`` of
+    ``training_seeds`` (all of them by default); the plan and the final report both read it."""
+    return tuple(training_seeds)[: (config_seeds or {}).get(label, len(training_seeds))]
+
+
 def report_conditions(rep: Mapping) -> list[str]:
     """The conditions a ``report`` section (checked, or as saved beside the runs) plays the
     pool in, in order: ``conditions``, or the one ``condition``."""

@@ -49,7 +49,7 @@ import numpy as np
 from coupjax import seeds as seed_roles
 from coupjax.metrics import t_interval, wilson_interval
 from coupjax.yaml_file import read_yaml
-from evals.experiments_keys import report_conditions
+from evals.experiments_keys import label_seeds, report_conditions
 from evals.exploit import over_runs
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
@@ -91,8 +91,8 @@ def units(exp: dict, runs: Path) -> dict:
     finished), each baseline's spec.  FinalReportError naming the runs that are missing."""
     out, missing = {}, []
     for label in exp["configs"]:
-        seeds = exp["training_seeds"][: (exp.get("config_seeds") or {}).get(label, len(exp["training_seeds"]))]
-        dirs = [Path(runs) / "train" / label / f"seed_{s}" for s in seeds]
+        dirs = [Path(runs) / "train" / label / f"seed_{s}"
+                for s in label_seeds(exp["training_seeds"], exp.get("config_seeds"), label)]
         missing += [str(d) for d in dirs if not ((d / "export").is_dir() and (d / "summary.json").is_file())]
         out[label] = [str(d) for d in dirs]
     if missing:
