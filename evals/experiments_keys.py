@@ -20,7 +20,9 @@ optional (issue 40; a config without them gives the report it gave before):
 * ``targets``: LABEL (of configs) -> its checks, each printed met or not met with its
   figure: ``head_to_head`` (opponent -> the least mean win rate in one seat against three
   copies of it: a label of configs, whose first training seed plays, of baselines, or a
-  policy spec; the 95% lower bound over training seeds must also be above 1/4),
+  policy spec; the 95% lower bound over training seeds must also be above 1/4; or
+  ``{at_least: X, games: N}`` to play N tables per held-out seed against it instead of
+  ``head_to_head_games``, for an opponent as slow as a search, which plays three seats),
   ``dqn_mean_at_most``, ``max_at_most`` over ``max_families`` (default dqn, dqn4x, ppo),
   ``scenarios_at_least`` (decision scenarios where the network alone plays soundly, on
   every training seed) and ``train_minutes_at_most`` (every training seed).
@@ -35,6 +37,7 @@ REPORT_KEYS = ("condition", "conditions", "games", "baselines", "pairs", "head_t
 CURVE_KEYS = ("budgets", "baseline")
 TARGET_KEYS = ("head_to_head", "dqn_mean_at_most", "max_at_most", "max_families", "scenarios_at_least",
                "train_minutes_at_most")
+H2H_KEYS = ("at_least", "games")  # a head-to-head target with its own tables
 MAX_FAMILIES = ("dqn", "dqn4x", "ppo")  # issue 40's maximum over families
 
 
@@ -175,6 +178,14 @@ def _targets(raw, labels: list, known: list) -> dict:
         for opp, least in h2h.items():
             if opp == label or not isinstance(opp, str):
                 refuse(f"config key {where}.head_to_head: {opp!r} is not another label or a policy spec")
+            if isinstance(least, Mapping):
+                check_known(f"{where}.head_to_head.{opp}", least, H2H_KEYS)
+                games = least.get("games")
+                if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+                    refuse(f"config key {where}.head_to_head.{opp}.games must be a positive integer (tables per "
+                          f"held-out seed), got {games!r}")
+                checks.setdefault("head_to_head_games", {})[opp] = games
+                least = least.get("at_least")
             if opp not in known:
                 try:
                     describe_spec(opp)

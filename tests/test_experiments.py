@@ -616,6 +616,10 @@ def test_curve_and_targets_are_optional_report_keys(tmp_path):
     assert cfg.report["curve"] == RECIPE["curve"]
     assert cfg.report["targets"]["sp"] == {**RECIPE["targets"]["sp"], "max_families": ["dqn", "dqn4x", "ppo"]}
     assert cfg.to_dict()["report"]["targets"]["sp"]["max_at_most"] == 0.6  # saved for the final stage
+    slow = {"sp": {"head_to_head": {"random": 0.4, "expected": {"at_least": 0.35, "games": 50}}}}
+    cfg = experiments.load_config(write(tmp_path / "s.yaml", {**SMALL, "report": {**SMALL["report"], "targets": slow}}))
+    assert cfg.report["targets"]["sp"] == {"head_to_head": {"random": 0.4, "expected": 0.35},
+                                           "head_to_head_games": {"expected": 50}}
 
 
 @pytest.mark.parametrize("report, words", [
@@ -630,6 +634,12 @@ def test_curve_and_targets_are_optional_report_keys(tmp_path):
                                                                        "'nonsense_policy' is neither",)),
     ({"targets": {"sp": {"head_to_head": {"random": 40}}}}, ("report.targets.sp.head_to_head.random must be a win "
                                                              "rate in (0, 1], got 40",)),
+    ({"targets": {"sp": {"head_to_head": {"expected": {"at_least": 0.35, "games": 0}}}}},
+     ("report.targets.sp.head_to_head.expected.games must be a positive integer",)),
+    ({"targets": {"sp": {"head_to_head": {"expected": {"at_least": 0.35, "game": 50}}}}},
+     ("report.targets.sp.head_to_head.expected.game is not known", "'games'")),
+    ({"targets": {"sp": {"head_to_head": {"expected": {"games": 50}}}}},
+     ("report.targets.sp.head_to_head.expected must be a win rate in (0, 1], got None",)),
     ({"targets": {"sp": {"scenarios_at_least": 0}}}, ("report.targets.sp.scenarios_at_least must be a positive",)),
     ({"targets": {"sp": {"max_families": ["dqn"]}}}, ("report.targets.sp.max_families needs",)),
     ({"targets": {"sp": {"max_at_most": 0.6, "max_families": ["dqm"]}}}, ("unknown best-response family 'dqm'",)),
@@ -758,6 +768,7 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     exp = final.read_experiments(runs)
     exp["report"].update(curve={"r": {"budgets": ["twin", "ref"], "baseline": "random"}},
                          targets={"ref": {"head_to_head": {"twin": 0.4, "random": 0.4, "expected": 0.35},
+                                          "head_to_head_games": {"expected": 8},  # its own tables, as checked
                                           "scenarios_at_least": 28, "train_minutes_at_most": 11.5}})
     seen = []
 
@@ -776,7 +787,7 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     ref = [str(runs / "train" / "ref" / f"seed_{s}") for s in (21, 22, 23)]
     assert seen[0][1] == "aggressive_heavy"  # the pool first, then one table set per opponent
     assert seen[1:] == [(ref, str(runs / "train" / "twin" / "seed_21"), 20), (ref, "random", 20),
-                        (ref, "expected", 20)]
+                        (ref, "expected", 8)]
     t = fin["targets"]["ref"]
     assert t["head_to_head"]["random"]["per_unit"] == {ref[0]: 0.5, ref[1]: 0.35, ref[2]: 0.25}
     assert set(t["scenarios"]) == set(ref)

@@ -50,7 +50,8 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
     """The optional ``report.curve`` and ``report.targets`` figures (module doc): each
     named config's training cost from its runs' summary.json (``training``), and for each
     target its head-to-head tables (`evals.lib.paired.play_paired`: the label's training
-    seeds in one seat, every other seat the opponent) and its network's decision
+    seeds in one seat, every other seat the opponent; ``head_to_head_games`` tables per
+    seed, or the target's own ``games`` for that opponent) and its network's decision
     scenarios.  Nothing (an empty dict) where the config names neither, so such a
     report.json is what it was."""
     from evals.lib.paired import play_paired
@@ -68,10 +69,10 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
             rec = {"checks": checks}
             for opp in checks.get("head_to_head", {}):
                 spec = by_label[opp][0] if opp in by_label else opp  # a config's first training seed
-                wins = play_paired(env, by_label[label], by_label[label][:1], rep["head_to_head_games"], seeds, spec,
-                                   batch)["wins"][0]
+                games = checks.get("head_to_head_games", {}).get(opp, rep["head_to_head_games"])
+                wins = play_paired(env, by_label[label], by_label[label][:1], games, seeds, spec, batch)["wins"][0]
                 rec.setdefault("head_to_head", {})[opp] = {
-                    "opponents": spec, "games": rep["head_to_head_games"], "seeds": seeds,
+                    "opponents": spec, "games": games, "seeds": seeds,
                     "per_unit": {u: float(wins[j].mean()) for j, u in enumerate(by_label[label])}}
             if "scenarios_at_least" in checks:
                 rec["scenarios"] = scenario_hits(by_label[label])
