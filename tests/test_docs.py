@@ -281,6 +281,11 @@ def _benchmark_figures():
         for s, d in zip(pair["seeds"], pair["diff_per_seed"])] + [
         f"| mean over {len(pair['seeds'])} seeds | {pair['diff']:+.3f} | [{pair['ci95_low']:+.3f}, "
         f"{pair['ci95_high']:+.3f}] | {pair['upper95']:+.3f} |"]
+    layer = ROOT / "docs" / "experiments" / "2026-12-04-recipe-final"
+    yield "experiments/2026-12-04-recipe-final-layer-results.md", [
+        f"| `{d['opponents']}` | {d['win_rate_a']:.3f} | {d['win_rate_b']:.3f} | {d['diff']:+.3f} | [{d['ci95_low']:+.3f}, "
+        f"{d['ci95_high']:+.3f}] | [{d['ci_corrected_low']:+.3f}, {d['ci_corrected_high']:+.3f}] | {d['verdict']} |"
+        for d in (json.loads((layer / f"layer-{c}.json").read_text()) for c in ("aggressive_heavy", "honest_heavy"))]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
