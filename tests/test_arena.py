@@ -127,6 +127,8 @@ def test_policy_specs_resolve(env, tmp_path, monkeypatch):
     for bad in ("no_such_policy", "mybots:nothing", "no_such_module:f"):
         with pytest.raises(ValueError):
             resolve_policy(bad, env)
+    with pytest.raises(ValueError, match="policy 'honest' takes no argument: give 'honest', not 'honest:x'"):
+        resolve_policy("honest:x", env)  # a registered factory without a parameter for the argument
 
 
 def test_export_specs_are_paths_from_the_working_directory(env, tmp_path, monkeypatch):

@@ -309,14 +309,8 @@ def test_results_md_is_what_the_committed_report_renders():
 
 # Comparative sentences outside the results files (issue 41): each rests on a line of docs/results.md or a
 # dated results file, which must say it: (doc, the sentence's words, results file, its line).
-BACKED = [
-    ("README.md", "On the pool's tables `best` shows no significant difference from `belief_ev`",
-     "docs/results.md", "- **No significant difference between `best` and `belief_ev`** in one seat of"),
-    ("docs/engine.md", "The strongest scripted bluffer tuned against it wins less against it than against `belief_ev`",
-     "docs/experiments/2026-12-02-exploit-probe-results.md", "The criterion holds: the upper bound (-0.068) is below +0.02."),
-    ("docs/engine.md", "and so does a DQN best response at `dqn_cpu`'s budget",
-     "docs/experiments/2026-12-02-learned-probe-results.md", "`best` is the less exploitable of the two by this learner"),
-]
+# None now: the sentences on the earlier `best` went with it (README and docs/engine.md point to results files).
+BACKED: list[tuple[str, str, str, str]] = []
 COMPARATIVE = re.compile(r"strongest|less exploitable|stronger than|better than", re.I)
 
 

@@ -471,7 +471,7 @@ def test_the_background_compile_computes_advice_where_the_seat_decides(monkeypat
 
 
 def test_practice_against_best_and_a_clear_refusal_at_another_table_size(client):
-    """`best` (the strongest policy shipped) is a practice opponent like any spec; its
+    """`best` (the policy shipped for play) is a practice opponent like any spec; its
     network was trained for 4 seats, so a 3-seat table is refused in one sentence."""
     g = client.post("/api/practice", json={"num_players": 4, "seat": 0, "opponents": "best", "seed": 5}).json()
     for _ in range(300):

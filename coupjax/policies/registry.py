@@ -72,10 +72,9 @@ _ENTRIES: dict[str, Entry] = {e.name: e for e in (
           ":all its main actions) taken from the one recommendation the page shows, without search or (:search) "
           "with the page's default search, to judge the advice by the games it wins.", "belief"),
     Entry("best", "coupjax.policies.best:make_best",
-          "best[:DIR]: the policy coupjax ships for play: the main job's self-play network (weights committed) "
-          "with the public-fact layer: the advice's challenges and true blocks, dominant main actions (a sure kill, "
-          "a truthful tax, unblockable foreign aid, the forced coup's target) and the card-value rule when losing or "
-          "exchanging cards.", "learned", export="policies/weights/best"),
+          "The policy coupjax ships for play: the training recipe's self-play network (configs/recipe_cpu.yaml, "
+          "training seed 21, weights committed), which reads the exact posterior's marginals, with no hand-written "
+          "rules on top.", "learned", export="policies/weights/best"),
     Entry("thompson", "coupjax.search.policy:make_thompson",
           "Thompson sampling over the posterior: samples hidden worlds from its own observation, rolls out every "
           "legal action in each (scripted_mix rollouts by default), and plays each action with the share of "

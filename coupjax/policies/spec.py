@@ -71,7 +71,10 @@ def resolve_policy(spec, env, **kwargs) -> Policy:
         return make_policy(spec, env, **kwargs)
     if kind == "registered:arg":
         name, _, arg = spec.partition(":")
-        return entry(name).factory()(env, arg, **kwargs)
+        factory = entry(name).factory()
+        if not _takes_an_argument(factory):
+            raise PolicySpecError(f"policy {name!r} takes no argument: give {name!r}, not {spec!r}")
+        return factory(env, arg, **kwargs)
     if kind == "path":
         from coupjax.inference import load_policy
 
@@ -94,3 +97,9 @@ def resolve_policy(spec, env, **kwargs) -> Policy:
         return fn
     raise PolicySpecError(f"policy {spec!r}: {attr!r} must take (env) and return a policy, or be a policy "
                           f"taking (key, state); it takes {len(params)} required arguments")
+
+
+def _takes_an_argument(factory) -> bool:
+    """Whether a registered factory ``make(env, ...)`` takes the argument of ``NAME:ARG``."""
+    params = list(inspect.signature(factory).parameters.values())[1:]
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
