@@ -286,6 +286,18 @@ def _benchmark_figures():
         f"| `{d['opponents']}` | {d['win_rate_a']:.3f} | {d['win_rate_b']:.3f} | {d['diff']:+.3f} | [{d['ci95_low']:+.3f}, "
         f"{d['ci95_high']:+.3f}] | [{d['ci_corrected_low']:+.3f}, {d['ci_corrected_high']:+.3f}] | {d['verdict']} |"
         for d in (json.loads((layer / f"layer-{c}.json").read_text()) for c in ("aggressive_heavy", "honest_heavy"))]
+    temp = ROOT / "docs" / "experiments" / "2026-12-04-export-temperature"
+
+    def temperature_row(tag):
+        p = json.loads((temp / f"ppo_{tag}_s7.json").read_text())
+        cells = [f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"]
+        for o in ("belief_ev", "aggressive_heavy") if tag != "t0" else ():
+            c = json.loads((temp / f"cmp_{tag}_{o}.json").read_text())
+            cells.append(f"{c['win_rate_a']:.3f} vs {c['win_rate_b']:.3f}: {c['diff']:+.3f} "
+                         f"[{c['ci_corrected_low']:+.3f}, {c['ci_corrected_high']:+.3f}]")
+        return " | ".join(cells)
+
+    yield "experiments/2026-12-04-export-temperature.md", [temperature_row(t) for t in ("t0", "t03", "t1")]
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
