@@ -12,6 +12,7 @@ import numpy as np
 from coupjax import Env
 from coupjax.inference import load_policy
 from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, apply_mlp, init_params, observation_scale,
+                              posterior_features,
                               policy_network_of)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,9 +20,12 @@ EXPORTS = sorted(p.parent for p in ROOT.glob("evals/reference/**/policy.json")) 
     sorted(p.parent for p in ROOT.glob("coupjax/**/policy.json"))
 
 
-def _plain(params, obs, n):
-    """The forward pass `coupjax.inference.mlp_apply` was (before this module)."""
+def _plain(params, obs, n, reads_posterior=False):
+    """The forward pass `coupjax.inference.mlp_apply` was (before this module); an export
+    that reads the posterior gets `posterior_features` beside the scaled observation."""
     x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(n))
+    if reads_posterior:
+        x = jnp.concatenate([x, posterior_features(obs, n)], axis=-1)
     i = 0
     while f"hidden_{i}" in params:
         x = jax.nn.relu(x @ params[f"hidden_{i}"]["kernel"] + params[f"hidden_{i}"]["bias"])
@@ -49,7 +53,8 @@ def test_shipped_exports_load_through_the_network_module_with_the_same_actions()
         env = Env(int(pol.info["num_players"]))
         s = _states(env)
         mine = np.asarray(jax.vmap(pol.values)(s.observation))
-        plain = np.asarray(jax.vmap(lambda o: _plain(pol.params, o, env.num_players))(s.observation))
+        reads = bool(pol.info.get("policy_reads_posterior", False))
+        plain = np.asarray(jax.vmap(lambda o: _plain(pol.params, o, env.num_players, reads))(s.observation))
         np.testing.assert_allclose(mine, plain, rtol=1e-6, atol=1e-6)
         mask = np.asarray(s.legal_action_mask)
         greedy = load_policy(d, temperature=0.0)
