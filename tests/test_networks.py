@@ -8,24 +8,39 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from coupjax import Env
+from coupjax import Env, networks
 from coupjax.inference import load_policy
-from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, apply_mlp, init_params, observation_scale,
-                              posterior_features,
-                              policy_network_of)
+from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, apply_mlp, init_params,
+                              num_posterior_features, observation_scale, policy_network_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPORTS = sorted(p.parent for p in ROOT.glob("evals/reference/**/policy.json")) + \
     sorted(p.parent for p in ROOT.glob("coupjax/**/policy.json"))
 
 
+@pytest.fixture
+def stand_in_posterior(monkeypatch):
+    """`networks.posterior_features` replaced by a cheap function of the same width.
+
+    These tests check how a posterior-reading network is wired (which inputs, in which
+    order, through which layers), not the posterior; the real features cost one
+    compilation of the exact posterior per jitted function, about 15 s each on CI's two
+    cores.  The features themselves are tested below and in tests/test_best.py."""
+    def features(obs, num_players):
+        return jax.nn.sigmoid(jnp.asarray(obs, jnp.float32)[..., :num_posterior_features(num_players)] - 0.5)
+
+    monkeypatch.setattr(networks, "posterior_features", features)
+    return features
+
+
 def _plain(params, obs, n, reads_posterior=False):
     """The forward pass `coupjax.inference.mlp_apply` was (before this module); an export
-    that reads the posterior gets `posterior_features` beside the scaled observation."""
+    that reads the posterior gets `networks.posterior_features` beside the scaled observation."""
     x = jnp.asarray(obs, jnp.float32) * jnp.asarray(observation_scale(n))
     if reads_posterior:
-        x = jnp.concatenate([x, posterior_features(obs, n)], axis=-1)
+        x = jnp.concatenate([x, networks.posterior_features(obs, n)], axis=-1)
     i = 0
     while f"hidden_{i}" in params:
         x = jax.nn.relu(x @ params[f"hidden_{i}"]["kernel"] + params[f"hidden_{i}"]["bias"])
@@ -46,7 +61,7 @@ def _states(env, count=64):
     return jax.tree.map(lambda *x: jnp.stack(x), *out)
 
 
-def test_shipped_exports_load_through_the_network_module_with_the_same_actions():
+def test_shipped_exports_load_through_the_network_module_with_the_same_actions(stand_in_posterior):
     assert EXPORTS, "no export is shipped: the test has nothing to load"
     for d in EXPORTS:
         pol = load_policy(d)
@@ -111,7 +126,7 @@ def test_the_posterior_features_say_an_impossible_or_disproven_claim_is_false():
     true), are exactly 0 in every scenario whose claim every visible copy or a caught
     bluff rules out, and strictly between 0 and 1 for a first claim nothing rules out."""
     from coupjax.beliefs.posterior import claim_truth_probabilities
-    from coupjax.networks import num_posterior_features, posterior_features
+    from coupjax.networks import posterior_features
     from evals.report import decision_benchmark as db
 
     built = {sc.name: m for sc, m in db.build_all()}
@@ -128,11 +143,10 @@ def test_the_posterior_features_say_an_impossible_or_disproven_claim_is_false():
     np.testing.assert_allclose(feats[:, :15], marginals[:, 1:].reshape(12, 15), atol=1e-6)
 
 
-def test_the_policy_reading_the_posterior_is_an_mlp_on_wider_input():
+def test_the_policy_reading_the_posterior_is_an_mlp_on_wider_input(stand_in_posterior):
     """Its parameters are an MLP's (``hidden_i``, ``out``) whose first layer reads
     concat(scaled observation, posterior features); `policy_network_of` evaluates it
     only when told (the shapes alone would not say so)."""
-    from coupjax.networks import num_posterior_features, posterior_features
 
     env = Env(4)
     n, A, d = env.num_players, env.num_actions, env.observation_shape[0]
@@ -141,10 +155,10 @@ def test_the_policy_reading_the_posterior_is_an_mlp_on_wider_input():
     assert set(params) == {"hidden_0", "out"}
     assert params["hidden_0"]["kernel"].shape == (d + num_posterior_features(n), 16)
     obs = _states(env, 8).observation
-    x = jnp.concatenate([obs * observation_scale(n), jax.jit(lambda o: posterior_features(o, n))(obs)], -1)
+    x = jnp.concatenate([obs * observation_scale(n), stand_in_posterior(obs, n)], -1)
     by_hand = jax.nn.relu(x @ params["hidden_0"]["kernel"] + params["hidden_0"]["bias"])
     by_hand = by_hand @ params["out"]["kernel"] + params["out"]["bias"]
-    logits = jax.jit(lambda p, o: net.apply({"params": p}, o))(params, obs)  # jitted: eager, the posterior is slow
+    logits = jax.jit(lambda p, o: net.apply({"params": p}, o))(params, obs)
     np.testing.assert_allclose(np.asarray(logits), np.asarray(by_hand), rtol=1e-5, atol=1e-5)
     loaded = jax.jit(policy_network_of(params, n, True))(obs)
     np.testing.assert_allclose(np.asarray(loaded), np.asarray(logits), rtol=1e-6, atol=1e-6)
