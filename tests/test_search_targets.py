@@ -13,6 +13,7 @@ from coupjax.networks import posterior_features
 from coupjax.testing import check_policy, sample_positions
 from training.config import ConfigError, config_from_dict
 from training.league import masked_log_softmax
+from coupjax.observation import parse
 from training.search_targets import SearchTargets, cross_entropy, make_search_targets, pick_decisions, random_positions
 from training.selfplay import make_train
 
@@ -102,7 +103,7 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
 
 @pytest.mark.parametrize("key,value", [("search_target_coef", -1.0), ("search_target_states", 0),
                                        ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0),
-                                       ("search_target_random_share", 1.5)])
+                                       ("search_target_random_share", 1.5), ("search_target_impossible_share", -0.1)])
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))
@@ -133,3 +134,34 @@ def test_the_scripted_teacher_challenges_impossible_claims_where_it_is_sure(setu
                 challenge = rules.action_id("challenge", m.current_player, env.num_players)
                 assert int(jnp.argmax(t.target[0])) == challenge, s.name
     assert kept >= len(built) // 2, kept
+
+
+def _claim_ruled_out(obs, n):
+    """By the exact posterior: the claim the seat to move may challenge (the block's when it
+    answers one) has probability 0 (`posterior_features`' last two entries)."""
+    feats = posterior_features(obs, n)
+    answering_block = parse(obs, n).phase == rules.PH_ANSWER_BLOCK
+    return jnp.where(answering_block, feats[-1], feats[-2]) == 0.0
+
+
+def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
+    """``search_target_impossible_share`` 0.5 of 8 random-play decisions: the first 4
+    searched face a challengeable claim that the exact posterior gives probability 0 (the
+    sampler tests the visible copies and caught bluffs instead, which is cheaper), the other
+    4 do not; at share 0, random play
+    gives such decisions only rarely."""
+    env, n = setup.env, setup.env.num_players
+    params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
+    value = lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0]  # noqa: E731
+    states = sample_positions(env, 8, seed=5)  # not searched: every decision comes from random play
+    challenge = rules.ActionLayout(n).reaction + rules.CHALLENGE
+    found = {}
+    for share in (0.0, 0.5):
+        cfg = config_from_dict(dict(TINY, search_target_states=8, search_target_random_share=1.0,
+                                    search_target_impossible_share=share))
+        t = jax.jit(make_search_targets(env, cfg, setup.policy_logits, value))(params, jax.random.PRNGKey(7), states)
+        ruled_out = np.asarray(jax.vmap(lambda o: _claim_ruled_out(o, n))(t.obs)) & np.asarray(t.mask[:, challenge])
+        assert np.asarray(t.valid).all()
+        found[share] = ruled_out
+    assert found[0.5][:4].all() and not found[0.5][4:].any()
+    assert found[0.0].sum() <= 2

@@ -33,6 +33,13 @@ uniformly random legal play stopped after up to ``RANDOM_DECISIONS`` decisions
 a caught bluffer claims again, random play reaches them often (random claims are
 bluffs, and cards are revealed), and the target there is still the search's with the
 current network's rollouts.
+
+``search_target_impossible_share`` of those random-play decisions are drawn among the ones
+that face a claim the seat's own view rules out (every copy of the role visible to it, or
+a bluff caught and claimed again: `facing_impossible_claim`), from a pool of random positions large enough to hold them
+(`IMPOSSIBLE_POOL` per such decision wanted).  Random play reaches them in about 3% of its
+decisions, too rarely for a network to learn that such a claim is a free card: the scenario
+benchmark's ``impossible_*`` reactions were missed by every recipe network with this at 0.
 """
 from __future__ import annotations
 
@@ -43,6 +50,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from coupjax import rules
+from coupjax.game.tables import tables
+from coupjax.observation import parse
 from coupjax.search.policy import make_batched_decider
 from coupjax.search.selfplay_search import SELFPLAY_CONFIG, value_cut
 from coupjax.testing import position_player
@@ -57,16 +67,40 @@ class SearchTargets:
     inputs: object = None  # what the policy reads beside the observation (computed once: every minibatch reads it)
 
 
-def pick_decisions(key, states, count: int):
+def pick_decisions(key, states, count: int, among=None):
     """(indices int32[count], valid bool[count]): ``count`` games drawn at random, without
-    replacement, among those whose seat to move has more than one legal action."""
+    replacement, among those whose seat to move has more than one legal action (and where
+    ``among`` bool[B] holds, if given)."""
     eligible = (states.legal_action_mask.sum(-1) > 1) & ~states.terminated
+    if among is not None:
+        eligible = eligible & among
     u = jnp.where(eligible, jax.random.uniform(key, eligible.shape), -1.0)
     _, idx = jax.lax.top_k(u, count)
     return idx, eligible[idx]
 
 
 RANDOM_DECISIONS = 40  # random play stops after 0..40 decisions (as `coupjax.testing.sample_positions`)
+IMPOSSIBLE_POOL = 64  # random positions drawn per decision wanted that faces an impossible claim (about 3% do)
+
+
+def facing_impossible_claim(states, num_players: int):
+    """bool[B]: the seat to move may challenge a claim its own view rules out: the
+    claimed role's three copies are all visible to it, or the claimant was caught
+    bluffing that role and has not renewed its hand since (the claim is the block's when
+    it answers a block, else the action's).  The exact posterior gives these claims
+    probability 0 too (a test checks it), at some twenty times the cost."""
+    def one(obs):
+        v = parse(obs, num_players)
+        answering_block = v.phase == rules.PH_ANSWER_BLOCK
+        role = jnp.clip(jnp.where(answering_block, v.block_role, v.claim), 0, rules.NUM_ROLES - 1)
+        claimant = jnp.where(answering_block, v.blocker, v.actor)
+        has_claim = jnp.where(answering_block, v.block_role, v.claim) >= 0
+        seen_all = v.visible[role] >= rules.COPIES_PER_ROLE
+        caught = v.disproven[jnp.clip(claimant, 0, num_players - 1), role]
+        return has_claim & (claimant > 0) & (seen_all | caught)
+
+    may_challenge = states.legal_action_mask[:, tables(num_players).challenge_id]
+    return may_challenge & jax.vmap(one)(states.observation)
 
 
 def random_positions(env, key, count: int):
@@ -87,14 +121,22 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
     policy reads beside the observation (or None).  Jittable; the params may be traced."""
     count = int(cfg.search_target_states)
     from_random = int(round(count * cfg.search_target_random_share))
+    from_impossible = int(round(from_random * cfg.search_target_impossible_share))
 
     def targets(params, key, states) -> SearchTargets:
         k_pick, k_search, k_random, k_pick_random = jax.random.split(key, 4)
         idx, valid = pick_decisions(k_pick, states, count - from_random)
         picked = jax.tree.map(lambda x: x[idx], states)
         if from_random:  # 2x the positions drawn, so that enough are unfinished and offer a choice
-            pool = random_positions(env, k_random, 2 * from_random)
-            idx_r, valid_r = pick_decisions(k_pick_random, pool, from_random)
+            pool = random_positions(env, k_random, max(2 * from_random, IMPOSSIBLE_POOL * from_impossible))
+            if from_impossible:
+                k_pick_random, k_pick_impossible = jax.random.split(k_pick_random)
+                impossible = facing_impossible_claim(pool, env.num_players)
+                idx_i, valid_i = pick_decisions(k_pick_impossible, pool, from_impossible, impossible)
+                idx_o, valid_o = pick_decisions(k_pick_random, pool, from_random - from_impossible, ~impossible)
+                idx_r, valid_r = jnp.concatenate([idx_i, idx_o]), jnp.concatenate([valid_i, valid_o])
+            else:
+                idx_r, valid_r = pick_decisions(k_pick_random, pool, from_random)
             picked = jax.tree.map(lambda a, b: jnp.concatenate([a, b[idx_r]]), picked, pool)
             valid = jnp.concatenate([valid, valid_r])
 
