@@ -298,6 +298,27 @@ def _benchmark_figures():
         return " | ".join(cells)
 
     yield "experiments/2026-12-04-export-temperature.md", [temperature_row(t) for t in ("t0", "t03", "t1")]
+    gang = ROOT / "docs" / "experiments" / "2026-12-04-gang-up"
+
+    def outsider_rows(name):
+        return [f"| {r['wins']:.3f} | {' / '.join(f'{v:.2f}' for k, v in r['placement'].items() if k != 'won')} | "
+                f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,} |"
+                for r in json.loads((gang / f"{name}.json").read_text()).values()]
+
+    def compare_cell(name):
+        c = json.loads((gang / f"{name}.json").read_text())
+        return (f"{c['win_rate_a']:.3f} vs {c['win_rate_b']:.3f}: {c['diff']:+.3f} "
+                f"[{c['ci_corrected_low']:+.3f}, {c['ci_corrected_high']:+.3f}]")
+
+    def ppo_cell(name):
+        p = json.loads((gang / f"{name}.json").read_text())
+        return f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"
+
+    outsiders = [name for p in sorted(gang.glob("*.json")) if (name := p.stem).startswith(("outsiders_", "recipe21_", "A_vs", "B_vs"))]
+    yield "experiments/2026-12-04-gang-up.md", (
+        [row for name in outsiders for row in outsider_rows(name)]
+        + [compare_cell(p.stem) for p in sorted(gang.glob("*_cmp_*.json"))]
+        + [ppo_cell(p.stem) for p in sorted(gang.glob("*_ppo_*.json"))])
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))

@@ -148,20 +148,15 @@ def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
     """``search_target_impossible_share`` 0.5 of 8 random-play decisions: the first 4
     searched face a challengeable claim that the exact posterior gives probability 0 (the
     sampler tests the visible copies and caught bluffs instead, which is cheaper), the other
-    4 do not; at share 0, random play
-    gives such decisions only rarely."""
+    4 do not (random play alone gives about 3% of such decisions)."""
     env, n = setup.env, setup.env.num_players
     params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
     value = lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0]  # noqa: E731
     states = sample_positions(env, 8, seed=5)  # not searched: every decision comes from random play
     challenge = rules.ActionLayout(n).reaction + rules.CHALLENGE
-    found = {}
-    for share in (0.0, 0.5):
-        cfg = config_from_dict(dict(TINY, search_target_states=8, search_target_random_share=1.0,
-                                    search_target_impossible_share=share))
-        t = jax.jit(make_search_targets(env, cfg, setup.policy_logits, value))(params, jax.random.PRNGKey(7), states)
-        ruled_out = np.asarray(jax.vmap(lambda o: _claim_ruled_out(o, n))(t.obs)) & np.asarray(t.mask[:, challenge])
-        assert np.asarray(t.valid).all()
-        found[share] = ruled_out
-    assert found[0.5][:4].all() and not found[0.5][4:].any()
-    assert found[0.0].sum() <= 2
+    cfg = config_from_dict(dict(TINY, search_target_states=8, search_target_random_share=1.0,
+                                search_target_impossible_share=0.5))
+    t = jax.jit(make_search_targets(env, cfg, setup.policy_logits, value))(params, jax.random.PRNGKey(7), states)
+    ruled_out = np.asarray(jax.vmap(lambda o: _claim_ruled_out(o, n))(t.obs)) & np.asarray(t.mask[:, challenge])
+    assert np.asarray(t.valid).all()
+    assert ruled_out[:4].all() and not ruled_out[4:].any()
