@@ -318,7 +318,10 @@ def _benchmark_figures():
     yield "experiments/2026-12-04-gang-up.md", (
         [row for name in outsiders for row in outsider_rows(name)]
         + [compare_cell(p.stem) for p in sorted(gang.glob("*_cmp_*.json"))]
-        + [ppo_cell(p.stem) for p in sorted(gang.glob("*_ppo_*.json"))])
+        + [ppo_cell(p.stem) for p in sorted(gang.glob("*_ppo_*.json"))]
+        + ["sound move in {} of 31 (the recipe's seed 21: {} of 31)".format(*[
+            sum(v["hit"] for v in scored.values())
+            for scored in json.loads((gang / "scenarios.json").read_text()).values()][::-1])])
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
