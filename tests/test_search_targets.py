@@ -144,6 +144,7 @@ def _claim_ruled_out(obs, n):
     return jnp.where(answering_block, feats[-1], feats[-2]) == 0.0
 
 
+@pytest.mark.slow  # 122 s on CI's two cores (one search and the exact posterior compiled)
 def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
     """``search_target_impossible_share`` 0.5 of 8 random-play decisions: the first 4
     searched face a challengeable claim that the exact posterior gives probability 0 (the
