@@ -14,7 +14,8 @@ from coupjax.testing import check_policy, sample_positions
 from training.config import ConfigError, config_from_dict
 from training.league import masked_log_softmax
 from coupjax.observation import parse
-from training.search_targets import SearchTargets, cross_entropy, make_search_targets, pick_decisions, random_positions
+from training.search_targets import (SearchTargets, cross_entropy, facing_impossible_claim, make_search_targets,
+                                     pick_decisions, random_positions)
 from training.selfplay import make_train
 
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -44,7 +45,8 @@ def test_pick_decisions_draws_distinct_decisions_with_a_choice(setup):
 
 def test_random_positions_reach_claims_that_are_false_for_sure(setup):
     """Random play's positions are mid-game (cards revealed, claims pending) and some hold
-    a pending claim the seat to move knows is false: what self-play rarely reaches."""
+    a pending claim the seat to move knows is false: what self-play rarely reaches.
+    `facing_impossible_claim` finds such claims, and the exact posterior agrees on each."""
     states = jax.jit(lambda k: random_positions(setup.env, k, 512))(jax.random.PRNGKey(5))
     live = ~np.asarray(states.terminated)
     assert live.mean() > 0.5
@@ -53,6 +55,10 @@ def test_random_positions_reach_claims_that_are_false_for_sure(setup):
     truth = np.asarray(jax.jit(lambda o: posterior_features(o, setup.env.num_players))(states.observation))[:, -2:]
     false_for_sure = live & (truth.min(-1) == 0.0)
     assert false_for_sure.sum() >= 3, false_for_sure.sum()
+    # the cheap test the impossible share draws on: every claim it flags, the posterior rules out
+    flagged = np.asarray(facing_impossible_claim(states, n))
+    ruled_out = np.asarray(jax.jit(jax.vmap(lambda o: _claim_ruled_out(o, n)))(states.observation))
+    assert flagged.sum() >= 3 and ruled_out[flagged].all(), (flagged.sum(), ruled_out[flagged])
 
 
 def test_the_search_targets_read_only_the_seat_to_moves_view(setup):
@@ -149,7 +155,8 @@ def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
     """``search_target_impossible_share`` 0.5 of 8 random-play decisions: the first 4
     searched face a challengeable claim that the exact posterior gives probability 0 (the
     sampler tests the visible copies and caught bluffs instead, which is cheaper), the other
-    4 do not (random play alone gives about 3% of such decisions)."""
+    4 do not (random play alone gives about 3% of such decisions).
+    Quick twin: test_random_positions_reach_claims_that_are_false_for_sure"""
     env, n = setup.env, setup.env.num_players
     params = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(0)).params)
     value = lambda p, obs: setup.value_net.apply({"params": p}, obs)[..., 0]  # noqa: E731
