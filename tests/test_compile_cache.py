@@ -105,6 +105,26 @@ def test_cache_clear_removes_only_jax_entries(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
+def test_trim_keeps_the_bound_deleting_the_least_recently_used_first(tmp_path):
+    """JAX's own bound scans the folder on every write (0.44 s a write at 2,800 entries),
+    so `enable` leaves it off and `trim` bounds the folder once per process."""
+    for age, key in enumerate(("new", "mid", "old")):
+        for suffix, size in (("-cache", 400), ("-export", 100)):
+            p = tmp_path / f"{key}{suffix}"
+            p.write_bytes(b"x" * size)
+            os.utime(p, (1e9 - age * 100, 1e9 - age * 100))
+    (tmp_path / "notes.txt").write_bytes(b"y" * 10_000)  # not the cache's: never counted or deleted
+    assert compile_cache.trim(tmp_path, 1500) == 0
+    assert compile_cache.trim(tmp_path, 1000) == 500
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid-cache", "mid-export", "new-cache", "new-export",
+                                                         "notes.txt"]
+    out = _run({compile_cache.ENV_DIR: str(tmp_path), compile_cache.ENV_MAX_MB: str(500 / 2**20)},
+               "from coupjax import compile_cache; import jax; compile_cache.enable();"
+               "print(jax.config.jax_compilation_cache_max_size)")
+    assert out.returncode == 0 and out.stdout.strip() == "-1", out.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new-cache", "new-export", "notes.txt"]
+
+
 def test_bench_startup_writes_cold_and_warm_figures(tmp_path):
     """The startup benchmark's frame (the figures themselves are never asserted): each
     bench cold from an emptied cache, then warm, with the load beside it, in its JSON."""
