@@ -22,7 +22,11 @@ optional (issue 40; a config without them gives the report it gave before):
   copies of it: a label of configs, whose first training seed plays, of baselines, or a
   policy spec; the 95% lower bound over training seeds must also be above 1/4; or
   ``{at_least: X, games: N}`` to play N tables per held-out seed against it instead of
-  ``head_to_head_games``, for an opponent as slow as a search, which plays three seats),
+  ``head_to_head_games``, for an opponent as slow as a search, which plays three seats;
+  against a label of configs, ``opponent_seeds: all`` seats three copies of each of its
+  training seeds in turn and takes each training seed's mean over them, since trios of
+  one config's networks differ: two of ``selfplay_cpu``'s five seeds gang up on the
+  fourth seat, see docs/experiments/2026-12-04-gang-up.md),
   ``dqn_mean_at_most``, ``max_at_most`` over ``max_families`` (default dqn, dqn4x, ppo),
   ``scenarios_at_least`` (decision scenarios where the network alone plays soundly, on
   every training seed) and ``train_minutes_at_most`` (every training seed).
@@ -37,7 +41,8 @@ REPORT_KEYS = ("condition", "conditions", "games", "baselines", "pairs", "head_t
 CURVE_KEYS = ("budgets", "baseline")
 TARGET_KEYS = ("head_to_head", "dqn_mean_at_most", "max_at_most", "max_families", "scenarios_at_least",
                "train_minutes_at_most")
-H2H_KEYS = ("at_least", "games")  # a head-to-head target with its own tables
+H2H_KEYS = ("at_least", "games", "opponent_seeds")  # a head-to-head target with its own tables or trios
+OPPONENT_SEEDS = ("first", "all")  # a config opponent: its first training seed, or each in turn
 MAX_FAMILIES = ("dqn", "dqn4x", "ppo")  # issue 40's maximum over families
 
 
@@ -180,11 +185,22 @@ def _targets(raw, labels: list, known: list) -> dict:
                 refuse(f"config key {where}.head_to_head: {opp!r} is not another label or a policy spec")
             if isinstance(least, Mapping):
                 check_known(f"{where}.head_to_head.{opp}", least, H2H_KEYS)
-                games = least.get("games")
-                if isinstance(games, bool) or not isinstance(games, int) or games < 1:
-                    refuse(f"config key {where}.head_to_head.{opp}.games must be a positive integer (tables per "
-                          f"held-out seed), got {games!r}")
-                checks.setdefault("head_to_head_games", {})[opp] = games
+                if "games" in least:
+                    games = least["games"]
+                    if isinstance(games, bool) or not isinstance(games, int) or games < 1:
+                        refuse(f"config key {where}.head_to_head.{opp}.games must be a positive integer (tables per "
+                              f"held-out seed), got {games!r}")
+                    checks.setdefault("head_to_head_games", {})[opp] = games
+                if "opponent_seeds" in least:
+                    which = least["opponent_seeds"]
+                    if which not in OPPONENT_SEEDS:
+                        refuse(f"config key {where}.head_to_head.{opp}.opponent_seeds must be one of "
+                              f"{', '.join(OPPONENT_SEEDS)}, got {which!r}")
+                    if which == "all" and opp not in labels:
+                        refuse(f"config key {where}.head_to_head.{opp}.opponent_seeds: all needs a label of "
+                              f"configs ({', '.join(labels)}), whose training seeds take turns")
+                    if which == "all":
+                        checks.setdefault("head_to_head_opponent_seeds", {})[opp] = which
                 least = least.get("at_least")
             if opp not in known:
                 try:

@@ -620,6 +620,11 @@ def test_curve_and_targets_are_optional_report_keys(tmp_path):
     cfg = experiments.load_config(write(tmp_path / "s.yaml", {**SMALL, "report": {**SMALL["report"], "targets": slow}}))
     assert cfg.report["targets"]["sp"] == {"head_to_head": {"random": 0.4, "expected": 0.35},
                                            "head_to_head_games": {"expected": 50}}
+    trios = {"sp": {"head_to_head": {"dqn": {"at_least": 0.35, "opponent_seeds": "all"},
+                                     "random": {"at_least": 0.4, "opponent_seeds": "first"}}}}
+    cfg = experiments.load_config(write(tmp_path / "t.yaml", {**SMALL, "report": {**SMALL["report"], "targets": trios}}))
+    assert cfg.report["targets"]["sp"] == {"head_to_head": {"dqn": 0.35, "random": 0.4},
+                                           "head_to_head_opponent_seeds": {"dqn": "all"}}
 
 
 @pytest.mark.parametrize("report, words", [
@@ -640,6 +645,10 @@ def test_curve_and_targets_are_optional_report_keys(tmp_path):
      ("report.targets.sp.head_to_head.expected.game is not known", "'games'")),
     ({"targets": {"sp": {"head_to_head": {"expected": {"games": 50}}}}},
      ("report.targets.sp.head_to_head.expected must be a win rate in (0, 1], got None",)),
+    ({"targets": {"sp": {"head_to_head": {"dqn": {"at_least": 0.35, "opponent_seeds": "every"}}}}},
+     ("report.targets.sp.head_to_head.dqn.opponent_seeds must be one of first, all, got 'every'",)),
+    ({"targets": {"sp": {"head_to_head": {"random": {"at_least": 0.35, "opponent_seeds": "all"}}}}},
+     ("report.targets.sp.head_to_head.random.opponent_seeds: all needs a label of configs",)),
     ({"targets": {"sp": {"scenarios_at_least": 0}}}, ("report.targets.sp.scenarios_at_least must be a positive",)),
     ({"targets": {"sp": {"max_families": ["dqn"]}}}, ("report.targets.sp.max_families needs",)),
     ({"targets": {"sp": {"max_at_most": 0.6, "max_families": ["dqm"]}}}, ("unknown best-response family 'dqm'",)),
@@ -775,6 +784,7 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     def fake_play(env, units_a, units_b, games, seeds, opponents, batch):
         seen.append((units_a, opponents, games))
         wins = np.stack([np.arange(games) % (2 + i) == 0 for i in range(len(units_a))])[:, None].repeat(len(seeds), 1)
+        wins &= not opponents.endswith("twin/seed_22")  # a trio that wins every table, for the mean over trios
         return {"wins": (wins, wins[:len(units_b)]), "placement": (4 - 3 * wins, 4 - 3 * wins[:len(units_b)])}
 
     monkeypatch.setattr(paired, "play_paired", fake_play)
@@ -798,6 +808,24 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     assert "| `ref` | 3 | 11.0 [10.0, 12.0] | 9,000 |" in text and "(results-figures/curve.png)" in text
     assert "| `twin` | 3 | 0.2 [0.2, 0.2] | - |" in text  # the fake twin: 12 s, no env steps/s
     assert "`ref`: 1 of 5 checks met." in text  # the scenarios; 12 minutes > 11.5; 0.367 < 0.4 (and 0.35 vs 0.25)
+    assert "in turn" not in text
+
+    # against each of a config's training seeds in turn: one table set per seed, a unit's mean over them
+    twins = [str(runs / "train" / "twin" / f"seed_{s}") for s in (21, 22, 23)]
+    exp["report"]["targets"]["ref"]["head_to_head_opponent_seeds"] = {"twin": "all"}
+    seen.clear()
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    assert seen[1:4] == [(ref, t, 20) for t in twins] and seen[4:] == [(ref, "random", 20), (ref, "expected", 8)]
+    h = fin["targets"]["ref"]["head_to_head"]["twin"]
+    assert h["opponents"] == twins and list(h["per_opponent"]) == twins
+    assert h["per_opponent"][twins[0]] == {ref[0]: 0.5, ref[1]: 0.35, ref[2]: 0.25}
+    assert h["per_opponent"][twins[1]] == {u: 0.0 for u in ref}
+    assert h["per_unit"] == pytest.approx({ref[0]: 1 / 3, ref[1]: 0.7 / 3, ref[2]: 0.5 / 3})
+    rep["final"] = fin
+    text = final.render(rep, config_from_dict({**MICRO, "seeds": [7]}), {"path": "c.md", "commit": "b" * 40},
+                        {k: f"results-figures/{v}" for k, v in made.items()}, ledger=[])
+    assert "head to head against three `twin` (each of `twin`'s 3 training seeds in turn)" in text
+    assert "a training seed's figure is its mean over them" in text
 
 
 @pytest.mark.slow

@@ -68,16 +68,30 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
         for label, checks in targets.items():
             rec = {"checks": checks}
             for opp in checks.get("head_to_head", {}):
-                spec = by_label[opp][0] if opp in by_label else opp  # a config's first training seed
                 games = checks.get("head_to_head_games", {}).get(opp, rep["head_to_head_games"])
-                wins = play_paired(env, by_label[label], by_label[label][:1], games, seeds, spec, batch)["wins"][0]
+                units = by_label[label]
+                if checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all":
+                    # each of the config's training seeds in turn; a unit's figure is its mean over them
+                    per_opp = {spec: _one_seat(play_paired, env, units, games, seeds, spec, batch)
+                               for spec in by_label[opp]}
+                    rec.setdefault("head_to_head", {})[opp] = {
+                        "opponents": list(per_opp), "games": games, "seeds": seeds, "per_opponent": per_opp,
+                        "per_unit": {u: float(np.mean([r[u] for r in per_opp.values()])) for u in units}}
+                    continue
+                spec = by_label[opp][0] if opp in by_label else opp  # a config's first training seed
                 rec.setdefault("head_to_head", {})[opp] = {
                     "opponents": spec, "games": games, "seeds": seeds,
-                    "per_unit": {u: float(wins[j].mean()) for j, u in enumerate(by_label[label])}}
+                    "per_unit": _one_seat(play_paired, env, units, games, seeds, spec, batch)}
             if "scenarios_at_least" in checks:
                 rec["scenarios"] = scenario_hits(by_label[label])
             out["targets"][label] = rec
     return out
+
+
+def _one_seat(play_paired, env, units, games, seeds, spec, batch) -> dict:
+    """Unit -> its win rate in one seat of the same tables, three copies of ``spec`` beside it."""
+    wins = play_paired(env, units, units[:1], games, seeds, spec, batch)["wins"][0]
+    return {u: float(wins[j].mean()) for j, u in enumerate(units)}
 
 
 def training_costs(run_dirs: list[str]) -> list[dict]:
@@ -200,7 +214,9 @@ def target_checks(fin: dict, label: str) -> list[dict]:
         k = len(h["per_unit"])
         fig = (f"{ti['mean']:.3f} [{ti['ci95_low']:.3f}, {ti['ci95_high']:.3f}] over {k} training seeds"
                if k > 1 else f"{ti['mean']:.3f} (one training seed: no interval)")
-        out.append({"check": f"head to head against three `{opp}`: mean at least {least:g}, lower bound above 0.25",
+        trios = f"each of `{opp}`'s {len(h['opponents'])} training seeds" if isinstance(h["opponents"], list) else ""
+        out.append({"check": (f"head to head against three `{opp}`" + (f" ({trios} in turn)" if trios else "")
+                              + f": mean at least {least:g}, lower bound above 0.25"),
                     "figure": f"{fig} ({h['games']:,} tables x {len(h['seeds'])} held-out seed(s) each)",
                     "met": bool(k > 1 and ti["mean"] >= least and ti["ci95_low"] > 0.25)})
     families = fin.get("exploit", {}).get(label, {}).get("families", {})
@@ -251,6 +267,10 @@ def targets_section(fin: dict) -> list[str]:
              "over them. Exploitability: the best responses of \"Exploitability\" above. Scenarios: the decision "
              "scenarios of `evals.report.decision_benchmark` where the exported network alone, no rule layer, puts "
              "its most likely play on a sound move. Training minutes: each run's `wall_seconds`.", ""]
+    if any(isinstance(h.get("opponents"), list) for t in fin["targets"].values()
+           for h in t.get("head_to_head", {}).values()):
+        lines[-2] += (" Where a check names a config's training seeds in turn, each seat three copies of one of "
+                      "them on the same tables, a training seed's figure is its mean over them.")
     for label in fin["targets"]:
         checks = target_checks(fin, label)
         met = sum(c["met"] is True for c in checks)
