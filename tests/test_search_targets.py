@@ -109,7 +109,8 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
 
 @pytest.mark.parametrize("key,value", [("search_target_coef", -1.0), ("search_target_states", 0),
                                        ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0),
-                                       ("search_target_random_share", 1.5), ("search_target_impossible_share", -0.1)])
+                                       ("search_target_random_share", 1.5), ("search_target_impossible_share", -0.1),
+                                       ("search_target_impossible_pool", 0)])
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))

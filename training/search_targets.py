@@ -36,9 +36,10 @@ current network's rollouts.
 
 ``search_target_impossible_share`` of those random-play decisions are drawn among the ones
 that face a claim the seat's own view rules out (every copy of the role visible to it, or
-a bluff caught and claimed again: `facing_impossible_claim`), from a pool of random positions large enough to hold them
-(`IMPOSSIBLE_POOL` per such decision wanted).  Random play reaches them in about 3% of its
-decisions, too rarely for a network to learn that such a claim is a free card: with this at
+a bluff caught and claimed again: `facing_impossible_claim`), from a pool of random
+positions large enough to hold them (``search_target_impossible_pool`` per such decision
+wanted; a decision not found is not searched).  Random play reaches them in about 3% of
+its decisions, too rarely for a network to learn that such a claim is a free card: with this at
 0, every recipe network missed some of the scenario benchmark's impossible action claims
 (training seed 21 all four, seed 25 ``impossible_assassination`` and ``impossible_steal``).
 """
@@ -81,7 +82,6 @@ def pick_decisions(key, states, count: int, among=None):
 
 
 RANDOM_DECISIONS = 40  # random play stops after 0..40 decisions (as `coupjax.testing.sample_positions`)
-IMPOSSIBLE_POOL = 64  # random positions drawn per decision wanted that faces an impossible claim (about 3% do)
 
 
 def facing_impossible_claim(states, num_players: int):
@@ -130,7 +130,7 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         idx, valid = pick_decisions(k_pick, states, count - from_random)
         picked = jax.tree.map(lambda x: x[idx], states)
         if from_random:  # 2x the positions drawn, so that enough are unfinished and offer a choice
-            pool = random_positions(env, k_random, max(2 * from_random, IMPOSSIBLE_POOL * from_impossible))
+            pool = random_positions(env, k_random, max(2 * from_random, cfg.search_target_impossible_pool * from_impossible))
             if from_impossible:
                 k_pick_random, k_pick_impossible = jax.random.split(k_pick_random)
                 impossible = facing_impossible_claim(pool, env.num_players)
