@@ -315,7 +315,7 @@ def _benchmark_figures():
         return f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"
 
     outsiders = [name for p in sorted(gang.glob("*.json"))
-                 if (name := p.stem).startswith(("outsiders_", "recipe21_vs", "A_vs", "B_vs"))]
+                 if (name := p.stem).startswith(("outsiders_", "recipe21_vs", "recipe22_vs", "A_vs", "B_vs", "B22_vs"))]
     yield "experiments/2026-12-04-gang-up.md", (
         [row for name in outsiders for row in outsider_rows(name)]
         + [compare_cell(p.stem) for p in sorted(gang.glob("*_cmp_*.json"))]
