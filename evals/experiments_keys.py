@@ -196,10 +196,10 @@ def _targets(raw, labels: list, known: list) -> dict:
                     if which not in OPPONENT_SEEDS:
                         refuse(f"config key {where}.head_to_head.{opp}.opponent_seeds must be one of "
                               f"{', '.join(OPPONENT_SEEDS)}, got {which!r}")
-                    if which == "all" and opp not in labels:
-                        refuse(f"config key {where}.head_to_head.{opp}.opponent_seeds: all needs a label of "
-                              f"configs ({', '.join(labels)}), whose training seeds take turns")
                     if which == "all":
+                        if opp not in labels:
+                            refuse(f"config key {where}.head_to_head.{opp}.opponent_seeds: all needs a label of "
+                                  f"configs ({', '.join(labels)}), whose training seeds take turns")
                         checks.setdefault("head_to_head_opponent_seeds", {})[opp] = which
                 least = least.get("at_least")
             if opp not in known:

@@ -70,28 +70,22 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
             for opp in checks.get("head_to_head", {}):
                 games = checks.get("head_to_head_games", {}).get(opp, rep["head_to_head_games"])
                 units = by_label[label]
-                if checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all":
-                    # each of the config's training seeds in turn; a unit's figure is its mean over them
-                    per_opp = {spec: _one_seat(play_paired, env, units, games, seeds, spec, batch)
-                               for spec in by_label[opp]}
-                    rec.setdefault("head_to_head", {})[opp] = {
-                        "opponents": list(per_opp), "games": games, "seeds": seeds, "per_opponent": per_opp,
-                        "per_unit": {u: float(np.mean([r[u] for r in per_opp.values()])) for u in units}}
-                    continue
-                spec = by_label[opp][0] if opp in by_label else opp  # a config's first training seed
-                rec.setdefault("head_to_head", {})[opp] = {
-                    "opponents": spec, "games": games, "seeds": seeds,
-                    "per_unit": _one_seat(play_paired, env, units, games, seeds, spec, batch)}
+                each = checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all"
+                # a config's first training seed, or each of them in turn; else a baseline or spec
+                specs = by_label[opp] if each else [by_label[opp][0] if opp in by_label else opp]
+                per_opp = {}
+                for spec in specs:  # the label's seeds in one seat of the same tables, three copies of spec
+                    wins = play_paired(env, units, units[:1], games, seeds, spec, batch)["wins"][0]
+                    per_opp[spec] = {u: float(wins[j].mean()) for j, u in enumerate(units)}
+                h = {"opponents": specs if each else specs[0], "games": games, "seeds": seeds}
+                if each:  # a unit's figure is its mean over the trios
+                    h["per_opponent"] = per_opp
+                h["per_unit"] = {u: float(np.mean([r[u] for r in per_opp.values()])) for u in units}
+                rec.setdefault("head_to_head", {})[opp] = h
             if "scenarios_at_least" in checks:
                 rec["scenarios"] = scenario_hits(by_label[label])
             out["targets"][label] = rec
     return out
-
-
-def _one_seat(play_paired, env, units, games, seeds, spec, batch) -> dict:
-    """Unit -> its win rate in one seat of the same tables, three copies of ``spec`` beside it."""
-    wins = play_paired(env, units, units[:1], games, seeds, spec, batch)["wins"][0]
-    return {u: float(wins[j].mean()) for j, u in enumerate(units)}
 
 
 def training_costs(run_dirs: list[str]) -> list[dict]:
