@@ -130,7 +130,8 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         idx, valid = pick_decisions(k_pick, states, count - from_random)
         picked = jax.tree.map(lambda x: x[idx], states)
         if from_random:  # 2x the positions drawn, so that enough are unfinished and offer a choice
-            pool = random_positions(env, k_random, max(2 * from_random, cfg.search_target_impossible_pool * from_impossible))
+            pool_size = max(2 * from_random, cfg.search_target_impossible_pool * from_impossible)
+            pool = random_positions(env, k_random, pool_size)
             if from_impossible:
                 k_pick_random, k_pick_impossible = jax.random.split(k_pick_random)
                 impossible = facing_impossible_claim(pool, env.num_players)
