@@ -340,6 +340,27 @@ def _finished_run(path: Path, num_chunks: int) -> bool:
     return summary.get("chunks_done") == num_chunks and (path / "export").is_dir()
 
 
+# keys a finished or cut run may differ in from its config now: they shape neither its
+# export nor its state (the chunks done are the item's state; eval_games only its summary)
+RUN_FREE_KEYS = ("num_chunks", "checkpoint_every", "max_checkpoints", "eval_games", "wandb_project", "wandb_mode")
+
+
+def stale_keys(path: Path, tc) -> list[str]:
+    """The keys of the training config ``tc`` that the run in ``path`` was made with other
+    values of (its ``config.json``; a key it lacks, added since, counts as its default; a
+    key ``tc`` lacks, dropped since, is not compared).  Why: a finished run is reused, so
+    editing a config (a recipe's new setting) would otherwise keep the old runs as its."""
+    from training.config import config_to_dict
+
+    try:
+        saved = json.loads((path / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return []  # no config written: a run cut before it started, which starts again
+    now = config_to_dict(tc)
+    defaults = config_to_dict(type(tc)())
+    return sorted(k for k in now if k not in RUN_FREE_KEYS and saved.get(k, defaults.get(k)) != now[k])
+
+
 def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Item]:
     """Every item of the module doc, in order (the training before the best responses
     that read it), each with its state on disk and its estimated seconds."""
@@ -522,6 +543,11 @@ def main(argv=None) -> int:
     items = plan(cfg, out, args.only)
     if not items:
         fail(PROG, f"--only {args.only!r} names no item of the plan")
+    for it in items:
+        stale = it.kind == "train" and it.state != "to do" and stale_keys(it.path, training_config(cfg, it.label, it.seed))
+        if stale:
+            print(f"{PROG}: warning: {it.path} was made with another {it.label} config (keys {', '.join(stale)} "
+                  "differ) and is reused as it is; move it aside to train it again", flush=True)
     print(f"plan ({args.config} into {out}):\n{describe_plan(items)}", flush=True)
     if args.dry_run:
         return 0

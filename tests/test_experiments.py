@@ -138,6 +138,32 @@ def fake_run(path: Path, num_chunks: int) -> None:
     (path / "summary.json").write_text(json.dumps({"chunks_done": num_chunks, "wall_seconds": 12.0}))
 
 
+def test_a_run_made_with_another_config_is_named_in_the_plan(tmp_path, capsys):
+    """A finished run whose config.json differs from its label's config now (a recipe
+    edited after its runs) is named with the keys that differ: a key the run lacks counts
+    as its default, a key dropped since and the run-free keys (num_chunks, eval_games, ...)
+    are not compared."""
+    from training.config import config_to_dict
+
+    cfg_path = write(tmp_path / "exp.yaml", SMALL)
+    cfg, out = experiments.load_config(cfg_path), tmp_path / "runs"
+    for seed in (21, 22, 23):
+        fake_run(experiments.run_dir(out, "sp", seed), 2)
+        saved = config_to_dict(experiments.training_config(cfg, "sp", seed))
+        if seed == 21:  # as the config says (at the default of a key added since) and with a knob dropped since
+            del saved["search_target_impossible_pool"]
+            saved.update(psro_budget=0, eval_games=5)
+        if seed == 22:
+            saved.update(entropy_coef=0.5, learning_rate=1.0)
+        (experiments.run_dir(out, "sp", seed) / "config.json").write_text(json.dumps(saved))
+    stale = {s: experiments.stale_keys(experiments.run_dir(out, "sp", s), experiments.training_config(cfg, "sp", s))
+             for s in (21, 22, 23)}
+    assert stale == {21: [], 22: ["entropy_coef", "learning_rate"], 23: []}
+    assert experiments.main(["--config", str(cfg_path), "--out", str(out), "--dry-run"]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "sp/seed_22" in warned[0] and "keys entropy_coef, learning_rate differ" in warned[0]
+
+
 def test_resume_skips_finished_items_and_resumes_cut_runs(tmp_path, capsys, monkeypatch):
     cfg_path = write(tmp_path / "exp.yaml", SMALL)
     cfg, out = experiments.load_config(cfg_path), tmp_path / "runs"
