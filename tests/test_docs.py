@@ -315,7 +315,7 @@ def _benchmark_figures():
         return f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"
 
     outsiders = [name for p in sorted(gang.glob("*.json"))
-                 if (name := p.stem).startswith(("outsiders_", "recipe21_vs", "recipe22_vs", "A_vs", "B_vs", "B22_vs"))]
+                 if (name := p.stem).startswith(("outsiders_", "recipe21_vs", "recipe22_vs", "A_vs", "B_vs", "B22_vs", "D22_vs", "E22_vs"))]
     yield "experiments/2026-12-04-gang-up.md", (
         [row for name in outsiders for row in outsider_rows(name)]
         + [compare_cell(p.stem) for p in sorted(gang.glob("*_cmp_*.json"))]
@@ -324,7 +324,9 @@ def _benchmark_figures():
             sum(v["hit"] for v in scored.values())
             for scored in json.loads((gang / "scenarios.json").read_text()).values()][::-1])]
         + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
-           for p in sorted(gang.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+           for p in sorted(gang.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()]
+        + [f"| {sum(v['hit'] for v in scored.values())} of 31 | {', '.join(k for k, v in scored.items() if not v['hit'])} |"
+           for p in sorted(gang.glob("teacher_*.json")) for scored in json.loads(p.read_text()).values()])
 
 
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))

@@ -169,3 +169,40 @@ def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
     ruled_out = np.asarray(jax.vmap(lambda o: _claim_ruled_out(o, n))(t.obs)) & np.asarray(t.mask[:, challenge])
     assert np.asarray(t.valid).all()
     assert ruled_out[:4].all() and not ruled_out[4:].any()
+
+
+@pytest.mark.slow  # 30 s on two busy cores (a search over 8 scenarios compiled)
+def test_the_teachers_scenario_score_is_the_search_not_its_prior():
+    """`decision_benchmark.score_teacher` with the uniform policy (`random`) as prior: the
+    scripted teacher's mean target puts its most likely play on the challenge at most of the
+    impossible claims, where the prior itself hits none (a teacher that echoed its prior
+    would score 0).  Quick twin: test_the_teacher_command_refuses_what_it_cannot_score"""
+    from coupjax.env import Env
+    from coupjax.policies import resolve_policy
+    from evals.report import decision_benchmark as db
+
+    built = [(s, m) for s, m in db.build_all() if s.name.startswith("impossible_")]
+    cfg = config_from_dict(dict(TINY, search_target_rollout_policy="scripted_mix", search_target_rollout_steps=8,
+                                search_target_rollouts_per_world=1))
+    prior = db.score_policy(resolve_policy("random", Env(4)), built)
+    taught = db.score_teacher(Env(4), "random", cfg, built, keys=2)
+    assert not any(row["hit"] for row in prior.values())
+    assert sum(row["hit"] for row in taught.values()) >= 6, taught
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--policy", "random", "--set", "search_target_tau=0.02"], "give --teacher too"),
+    (["--policy", "random", "--teacher", "dqn_cpu.yaml"], "not a self-play config"),
+    (["--policy", "random", "--teacher", "recipe_cpu.yaml", "--set", "search_target_tau=0"], "search_target_tau"),
+    (["--policy", "nosuch", "--teacher", "recipe_cpu.yaml"], "nosuch"),
+])
+def test_the_teacher_command_refuses_what_it_cannot_score(argv, says, capsys):
+    """``python -m evals.report.decision_benchmark``: an override without ``--teacher``, a
+    config without search targets, a bad override and an unknown policy are one-line errors
+    before anything compiles."""
+    from evals.report import decision_benchmark as db
+
+    with pytest.raises(SystemExit):
+        db.main(argv)
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1, err

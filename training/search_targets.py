@@ -115,6 +115,24 @@ def random_positions(env, key, count: int):
     return position_player(env)(k_play, limit, jnp.zeros(count, bool))
 
 
+def teacher(env, cfg, net: Callable, value: Callable):
+    """The batched search that makes the targets (``decide(keys [M], states [M]) ->
+    (log-probabilities [M, A], results)``): the regularised search of `SELFPLAY_CONFIG`
+    with ``net(key, state) -> masked logits`` as prior (and as rollout policy when
+    ``search_target_rollout_policy`` is ``network``, its rollouts then cut by ``value(obs)``),
+    at the config's temperature, prior mix and budget.  One construction for training and
+    for `evals.report.decision_benchmark`'s scoring of the teacher."""
+    scripted = cfg.search_target_rollout_policy != "network"
+    cut = cfg.search_target_cut if cfg.search_target_cut != "auto" else ("heuristic" if scripted else "value_head")
+    config = dataclasses.replace(
+        SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
+        tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
+        max_rollout_steps=cfg.search_target_rollout_steps,
+        rollouts_per_world=int(cfg.search_target_rollouts_per_world),
+        cut_value=value_cut(env, value) if cut == "value_head" else None)
+    return make_batched_decider(env, "regularized", config)
+
+
 def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable,
                         policy_inputs: Callable | None = None):
     """``targets(params, key, states [B]) -> SearchTargets`` for a `SelfPlayConfig`
@@ -146,14 +164,7 @@ def make_search_targets(env, cfg, policy_logits: Callable, value_apply: Callable
         def net(k, s):
             return jnp.where(s.legal_action_mask, policy_logits(params["policy"], s.observation), -jnp.inf)
 
-        scripted = cfg.search_target_rollout_policy != "network"
-        config = dataclasses.replace(
-            SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
-            tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
-            max_rollout_steps=cfg.search_target_rollout_steps,
-            rollouts_per_world=int(cfg.search_target_rollouts_per_world),
-            cut_value=None if scripted else value_cut(env, lambda obs: value_apply(params["value"], obs)))
-        decide = make_batched_decider(env, "regularized", config)
+        decide = teacher(env, cfg, net, lambda obs: value_apply(params["value"], obs))
         logits, res = decide(jax.random.split(k_search, count), picked)
         target = jax.lax.stop_gradient(jnp.exp(logits))
         if cfg.search_target_margin > 0:  # only where the search is sure: its best action leads the next

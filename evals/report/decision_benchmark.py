@@ -16,6 +16,7 @@ one (``hit``); an advisor scores whether its recommendation is the sound one.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +25,17 @@ import numpy as np
 from coupjax import rules
 from coupjax.advice.challenge import AdvisorParams, advise_challenge
 from coupjax.advice.recommend import advice_params
+from coupjax.args import Parser, fail, output_file, positive_int
+from coupjax.env import Env
+from coupjax.inference import load_policy
 from coupjax.match import Match
+from coupjax.policies import PolicySpecError, resolve_policy
+from coupjax.policies.spec import describe_spec
+from coupjax.search import selfplay_search
+from training.config import ConfigError, config_file, load_config
+from training.search_targets import teacher
+
+PROG = "python -m evals.report.decision_benchmark"
 
 ROLES = rules.ROLES
 
@@ -263,6 +274,34 @@ def score_policy(policy, built, probs=None) -> dict:
     return out
 
 
+def score_teacher(env, spec: str, cfg, built, keys: int = 8, seed: int = 0) -> dict:
+    """`score_policy` of the search that makes a self-play run's targets
+    (`training.search_targets.teacher` under ``cfg``) with the network ``spec`` (an export,
+    at temperature 1 as in training; or any policy spec) as its prior,
+    its probabilities averaged over ``keys`` searches: the target a network at that point
+    of training is pulled towards, in expectation.  Why: a network trained towards
+    these targets cannot be more often sound than they are, so this is its ceiling."""
+    export = selfplay_search.export_dir(spec)
+    # training's prior is the network's distribution (temperature 1), not the export's greedy play
+    policy = (load_policy(export, temperature=1.0, num_players=env.num_players)
+              if (export / "policy.json").is_file() else resolve_policy(spec, env))
+    value = None  # rollouts cut by the search's heuristic value
+    if cfg.search_target_cut == "value_head" or (cfg.search_target_cut == "auto"
+                                                 and cfg.search_target_rollout_policy == "network"):
+        value = selfplay_search.load_value(export)
+        if value is None:
+            raise ValueError(f"{spec}: the teacher's cut rollouts need the export's value head; it has none")
+
+    def net(k, s):
+        return jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)
+
+    decide = jax.jit(teacher(env, cfg, net, value))
+    states = jax.tree.map(lambda *x: jnp.stack(x), *[m.state for _, m in built])
+    probs = np.mean([np.exp(np.asarray(decide(jax.random.split(k, len(built)), states)[0]))
+                     for k in jax.random.split(jax.random.PRNGKey(seed), keys)], axis=0)
+    return score_policy(None, built, probs)
+
+
 def score_advisor(built, belief: str, params: AdvisorParams | None = None) -> dict:
     """name -> {challenge, p_truth, theta, correct} of the advisor on scenarios with an
     ``advisor`` answer."""
@@ -279,3 +318,44 @@ def score_advisor(built, belief: str, params: AdvisorParams | None = None) -> di
         out[s.name] = {"challenge": ch, "p_truth": float(adv["p_truth"][i]), "theta": float(adv["theta"][i]),
                        "correct": ch == s.advisor}
     return out
+
+
+def main(argv=None) -> dict:
+    """``python -m evals.report.decision_benchmark --policy SPEC [--teacher CONFIG [--set
+    key=value ...]] [--out FILE]``: the scenarios where the policy (or, with ``--teacher``,
+    the search-target teacher of that training config at that network) puts its most
+    likely play on a sound move; the JSON maps a label to `score_policy`'s table."""
+    ap = Parser(prog=PROG, description=main.__doc__.split(":")[1].strip())
+    ap.add_argument("--policy", required=True, help="policy spec (the teacher's prior with --teacher)")
+    ap.add_argument("--teacher", help="score the search targets of this training config (a file or shipped name)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --teacher config key")
+    ap.add_argument("--keys", type=positive_int, default=8, help="searches averaged per scenario (--teacher)")
+    ap.add_argument("--out", type=output_file)
+    args = ap.parse_args(argv)
+    if args.set and not args.teacher:
+        ap.error("--set overrides the --teacher config: give --teacher too")
+    env = Env(4)
+    built = build_all()
+    try:
+        describe_spec(args.policy)
+        if args.teacher:
+            cfg = load_config(config_file(args.teacher), args.set)
+            if not hasattr(cfg, "search_target_tau"):
+                raise ConfigError(f"{args.teacher}: not a self-play config (no search targets)")
+            label = f"teacher of {args.teacher}{''.join(' --set ' + o for o in args.set)} at {args.policy}"
+            scores = {label: score_teacher(env, args.policy, cfg, built, args.keys)}
+        else:
+            scores = {args.policy: score_policy(resolve_policy(args.policy, env), built)}
+    except (PolicySpecError, ConfigError, ValueError) as err:
+        fail(PROG, err)
+    for label, table in scores.items():
+        missed = [name for name, row in table.items() if not row["hit"]]
+        print(f"{label}: sound move in {len(table) - len(missed)} of {len(table)}"
+              + (f"; missed: {', '.join(missed)}" if missed else ""))
+    if args.out:
+        args.out.write_text(json.dumps(scores, indent=1))
+    return scores
+
+
+if __name__ == "__main__":
+    main()
