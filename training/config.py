@@ -198,9 +198,6 @@ class SelfPlayConfig:
     # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the
     # scripted bots' mix as the registered search policies do (scored by the search's heuristic value)
     search_target_rollout_policy: str = key("network", ("network", "scripted_mix"))
-    # what scores a rollout cut after search_target_rollout_steps: auto pairs the network's rollouts
-    # with its value head and the scripted ones with the search's heuristic value
-    search_target_cut: str = key("auto", ("auto", "heuristic", "value_head"))
     search_target_margin: float = key(0.0, NONNEGATIVE)  # a decision counts only where its best value leads by this
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     search_target_impossible_share: float = key(0.0, UNIT)  # share of the random ones facing a claim ruled out

@@ -123,13 +123,12 @@ def teacher(env, cfg, net: Callable, value: Callable):
     at the config's temperature, prior mix and budget.  One construction for training and
     for `evals.report.decision_benchmark`'s scoring of the teacher."""
     scripted = cfg.search_target_rollout_policy != "network"
-    cut = cfg.search_target_cut if cfg.search_target_cut != "auto" else ("heuristic" if scripted else "value_head")
     config = dataclasses.replace(
         SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
         tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
         max_rollout_steps=cfg.search_target_rollout_steps,
         rollouts_per_world=int(cfg.search_target_rollouts_per_world),
-        cut_value=value_cut(env, value) if cut == "value_head" else None)
+        cut_value=None if scripted else value_cut(env, value))
     return make_batched_decider(env, "regularized", config)
 
 

@@ -286,8 +286,7 @@ def score_teacher(env, spec: str, cfg, built, keys: int = 8, seed: int = 0) -> d
     policy = (load_policy(export, temperature=1.0, num_players=env.num_players)
               if (export / "policy.json").is_file() else resolve_policy(spec, env))
     value = None  # rollouts cut by the search's heuristic value
-    if cfg.search_target_cut == "value_head" or (cfg.search_target_cut == "auto"
-                                                 and cfg.search_target_rollout_policy == "network"):
+    if cfg.search_target_rollout_policy == "network":
         value = selfplay_search.load_value(export)
         if value is None:
             raise ValueError(f"{spec}: the teacher's cut rollouts need the export's value head; it has none")
