@@ -279,8 +279,9 @@ def score_teacher(env, spec: str, cfg, built, keys: int = 8, seed: int = 0) -> d
     (`training.search_targets.teacher` under ``cfg``) with the network ``spec`` (an export,
     at temperature 1 as in training; or any policy spec) as its prior,
     its probabilities averaged over ``keys`` searches: the target a network at that point
-    of training is pulled towards, in expectation.  Why: a network trained towards
-    these targets cannot be more often sound than they are, so this is its ceiling."""
+    of training is pulled towards, in expectation.  Why: a network that fits these targets
+    plays their most likely move, so a scenario the teacher misses is one the cross-entropy
+    teaches wrong (PPO's own rewards may still get it right)."""
     export = selfplay_search.export_dir(spec)
     # training's prior is the network's distribution (temperature 1), not the export's greedy play
     policy = (load_policy(export, temperature=1.0, num_players=env.num_players)
@@ -324,7 +325,8 @@ def main(argv=None) -> dict:
     key=value ...]] [--out FILE]``: the scenarios where the policy (or, with ``--teacher``,
     the search-target teacher of that training config at that network) puts its most
     likely play on a sound move; the JSON maps a label to `score_policy`'s table."""
-    ap = Parser(prog=PROG, description=main.__doc__.split(":")[1].strip())
+    ap = Parser(prog=PROG, description="the decision scenarios where a policy, or the search-target "
+                                       "teacher of a training config at that network, plays the sound move")
     ap.add_argument("--policy", required=True, help="policy spec (the teacher's prior with --teacher)")
     ap.add_argument("--teacher", help="score the search targets of this training config (a file or shipped name)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a --teacher config key")
