@@ -290,6 +290,7 @@ class Item:
     br_seed: int | None = None
     state: str = "to do"  # "done" | "cut" | "to do"
     measured: float | None = None
+    stale: list = dataclasses.field(default_factory=list)  # a done or cut run's keys made otherwise (`stale_keys`)
 
 
 def _train_estimate(tc, est: dict) -> float:
@@ -351,14 +352,13 @@ def stale_keys(path: Path, tc) -> list[str]:
     key ``tc`` lacks, dropped since, is not compared).  Why: a finished run is reused, so
     editing a config (a recipe's new setting) would otherwise keep the old runs as its."""
     from training.config import config_to_dict
+    from training.runs import differing_keys
 
     try:
         saved = json.loads((path / "config.json").read_text())
     except (OSError, json.JSONDecodeError):
         return []  # no config written: a run cut before it started, which starts again
-    now = config_to_dict(tc)
-    defaults = config_to_dict(type(tc)())
-    return sorted(k for k in now if k not in RUN_FREE_KEYS and saved.get(k, defaults.get(k)) != now[k])
+    return differing_keys(saved, config_to_dict(tc), config_to_dict(type(tc)()), RUN_FREE_KEYS, dropped=False)
 
 
 def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Item]:
@@ -376,6 +376,8 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
                 it.measured = json.loads((p / "summary.json").read_text()).get("wall_seconds")
             elif (p / "checkpoints").is_dir() and any((p / "checkpoints").iterdir()):
                 it.state = "cut"
+            if it.state != "to do":
+                it.stale = stale_keys(p, tc)
             items.append(it)
     ex = cfg.exploit
     for label in ex["configs"]:
@@ -543,11 +545,9 @@ def main(argv=None) -> int:
     items = plan(cfg, out, args.only)
     if not items:
         fail(PROG, f"--only {args.only!r} names no item of the plan")
-    for it in items:
-        stale = it.kind == "train" and it.state != "to do" and stale_keys(it.path, training_config(cfg, it.label, it.seed))
-        if stale:
-            print(f"{PROG}: warning: {it.path} was made with another {it.label} config (keys {', '.join(stale)} "
-                  "differ) and is reused as it is; move it aside to train it again", flush=True)
+    for it in (it for it in items if it.stale):
+        print(f"{PROG}: warning: {it.path} was made with another {it.label} config (keys {', '.join(it.stale)} "
+              "differ) and is reused as it is; move it aside to train it again", flush=True)
     print(f"plan ({args.config} into {out}):\n{describe_plan(items)}", flush=True)
     if args.dry_run:
         return 0

@@ -87,6 +87,14 @@ class RunDirError(ValueError):
     """A run directory that cannot be used as asked; the message says why and what to do."""
 
 
+def differing_keys(saved: dict, cfg_dict: dict, defaults: dict, free=(), dropped: bool = True) -> list[str]:
+    """The keys, outside ``free``, whose value in ``cfg_dict`` differs from the saved
+    config's; a key the saved config lacks (added to the config since) counts as its value
+    in ``defaults``.  ``dropped``: a key only the saved config has (dropped since) differs too."""
+    keys = set(saved) | set(cfg_dict) if dropped else set(cfg_dict)
+    return sorted(k for k in keys if k not in free and saved.get(k, defaults.get(k)) != cfg_dict.get(k))
+
+
 def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
     """Refuse, before anything is computed or written, a run directory that exists and is
     not empty (without ``resume``), or a resumption of a run with another config or no
@@ -110,9 +118,7 @@ def check_run_dir(run_dir, cfg_dict: dict, resume: bool) -> None:
     except (OSError, json.JSONDecodeError) as err:
         raise RunDirError(f"--resume: {str(saved_path)!r} is not a readable config ({err})") from None
     cls = CONFIG_CLASSES.get(cfg_dict.get("algo"))
-    defaults = {} if cls is None else config_to_dict(cls())
-    diff = sorted(k for k in set(saved) | set(cfg_dict)
-                  if saved.get(k, defaults.get(k)) != cfg_dict.get(k) and k not in RESUME_FREE_KEYS)
+    diff = differing_keys(saved, cfg_dict, {} if cls is None else config_to_dict(cls()), RESUME_FREE_KEYS)
     if diff:
         raise RunDirError(f"--resume: the run in {str(run_dir)!r} was made with another config "
                           f"(keys {', '.join(diff)} differ)")
