@@ -171,7 +171,7 @@ def test_the_impossible_share_searches_claims_the_posterior_rules_out(setup):
     assert ruled_out[:4].all() and not ruled_out[4:].any()
 
 
-@pytest.mark.slow  # 30 s on two busy cores (a search over 8 scenarios compiled)
+@pytest.mark.slow  # 23 s alone on two cores (a search over 8 scenarios compiled)
 def test_the_teachers_scenario_score_is_the_search_not_its_prior():
     """`decision_benchmark.score_teacher` with the uniform policy (`random`) as prior: the
     scripted teacher's mean target puts its most likely play on the challenge at most of the

@@ -32,7 +32,7 @@ from coupjax.match import Match
 from coupjax.policies import PolicySpecError, resolve_policy
 from coupjax.policies.spec import describe_spec
 from coupjax.search import selfplay_search
-from training.config import ConfigError, config_file, load_config
+from training.config import ConfigError, SelfPlayConfig, config_file, load_config
 from training.search_targets import teacher
 
 PROG = "python -m evals.report.decision_benchmark"
@@ -341,7 +341,7 @@ def main(argv=None) -> dict:
         describe_spec(args.policy)
         if args.teacher:
             cfg = load_config(config_file(args.teacher), args.set)
-            if not hasattr(cfg, "search_target_tau"):
+            if not isinstance(cfg, SelfPlayConfig):
                 raise ConfigError(f"{args.teacher}: not a self-play config (no search targets)")
             label = f"teacher of {args.teacher}{''.join(' --set ' + o for o in args.set)} at {args.policy}"
             scores = {label: score_teacher(env, args.policy, cfg, built, args.keys)}
