@@ -12,15 +12,16 @@ machine (the config's ``estimate`` rates; a finished item shows its measured tim
   into ``DIR/train/LABEL/seed_S`` (a run directory: checkpoints, export, summary.json;
   a league with exploiters, `training.exploiter_league`, trains its passes inside it),
   for every training seed, or the first ``config_seeds[LABEL]`` of them (a compute
-  curve's smaller budgets, say);
+  curve's smaller budgets, say), or the seeds ``config_seeds[LABEL]`` lists (a label
+  retrained on fresh seeds, once a choice has been made on its earlier ones);
 * ``exploit/LABEL/seed_S/FAMILY/br_B``: one best response of `evals.exploit`
   (`evals.exploit.measure_family`) to that run's export, best-response seed ``B``, its
   record in ``DIR/exploit/LABEL/seed_S/FAMILY/br_B.json``.  ``exploit.families`` run on
   every training seed with every ``exploit.br_seeds`` (one list, or a list per training
   seed: seeds added later get best-response seeds of their own); ``exploit.one_seed_families`` on
-  the first training seed only, of the labels ``exploit.one_seed_configs`` (default: all
-  of ``exploit.configs``), with the seeds ``exploit.one_seed_br_seeds`` (default:
-  the first training seed's ``exploit.br_seeds``).
+  each label's first training seed only, of the labels ``exploit.one_seed_configs`` (default:
+  all of ``exploit.configs``), with the seeds ``exploit.one_seed_br_seeds`` (one list, or a
+  list per training seed as ``br_seeds``; default: that seed's ``exploit.br_seeds``).
 
 Resumable: a finished item (a run with its export and a complete summary, a best
 response's JSON) is skipped; a cut run resumes from its last checkpoint (the trainer's
@@ -83,7 +84,14 @@ class ExperimentsConfig:
     report: dict
     estimate: dict
     paths: dict = dataclasses.field(default_factory=dict)  # label -> the config file found, or "quickstart"
-    config_seeds: dict = dataclasses.field(default_factory=dict)  # label -> how many of training_seeds (default all)
+    config_seeds: dict = dataclasses.field(default_factory=dict)  # label -> how many of training_seeds, or its own list
+
+    def all_seeds(self, labels=None) -> tuple:
+        """Every training seed some label of ``labels`` (default: all) trains on, in order."""
+        seen = {}
+        for label in self.configs if labels is None else labels:
+            seen.update(dict.fromkeys(self.seeds_of(label)))
+        return tuple(seen)
 
     def seeds_of(self, label: str) -> tuple:
         """The training seeds ``label`` trains on (`evals.experiments_keys.label_seeds`)."""
@@ -134,15 +142,22 @@ def config_from_dict(raw: Mapping, base_dir: Path | None = None) -> ExperimentsC
             _fail(f"config key configs.{label}: {err}")
         if cfg.algo not in ("dqn", "selfplay", "exploiter_league"):
             _fail(f"config key configs.{label}: {cfg.algo} runs are not trained in chunks")
-    counts = raw.get("config_seeds") or {}
+    counts = dict(raw.get("config_seeds") or {})
     _known("config_seeds", counts, list(configs))
     for label, k in counts.items():
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(seeds):
-            _fail(f"config key config_seeds.{label} must be a number of training seeds in [1, {len(seeds)}], "
-                  f"got {k!r}")
+        if isinstance(k, (list, tuple)):
+            own = _ints(f"config_seeds.{label}", k)
+            for s in own:
+                if s in TUNING_SEEDS:
+                    _fail(f"config key config_seeds.{label}: seed {s} was used to tune ({TUNING_SEEDS[s]}); "
+                          "training seeds of a final claim are fresh")
+            counts[label] = list(own)
+        elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(seeds):
+            _fail(f"config key config_seeds.{label} must be a number of training seeds in [1, {len(seeds)}] "
+                  f"or a list of training seeds, got {k!r}")
     ex = dict(raw.get("exploit") or {})
     _known("exploit", ex, EXPLOIT_KEYS)
-    exploit = _exploit(ex, list(configs), list(seeds))
+    exploit = _exploit(ex, list(configs), lambda label: label_seeds(seeds, counts, label))
     rep = dict(raw.get("report") or {})
     _known("report", rep, REPORT_KEYS)
     report = _report(rep, list(configs))
@@ -179,36 +194,41 @@ def planned_chunks(tc) -> int:
     return tc.num_chunks
 
 
-def _br_seeds(raw, training_seeds) -> list | dict:
-    """``exploit.br_seeds``: one list for every training seed, or a mapping from each
-    training seed to its own list (training seeds added later get best-response seeds no
-    earlier criterion has spent, while the earlier runs keep theirs)."""
+def _br_seeds(raw, training_seeds, key: str = "br_seeds") -> list | dict:
+    """``exploit.br_seeds`` (or ``key``): one list for every training seed, or a mapping
+    from each training seed to its own list (training seeds added later get best-response
+    seeds no earlier criterion has spent, while the earlier runs keep theirs)."""
     if not isinstance(raw, Mapping):
-        return list(_ints("exploit.br_seeds", raw))
+        return list(_ints(f"exploit.{key}", raw))
     out = {}
-    for key, seeds in raw.items():
+    for name, seeds in raw.items():
         try:
-            seed = int(key)
+            seed = int(name)
         except (TypeError, ValueError):
-            _fail(f"config key exploit.br_seeds: {key!r} is not a training seed")
+            _fail(f"config key exploit.{key}: {name!r} is not a training seed")
         if seed not in training_seeds:
-            _fail(f"config key exploit.br_seeds: {seed} is not one of training_seeds ({list(training_seeds)})")
-        out[seed] = list(_ints(f"exploit.br_seeds.{seed}", seeds))
+            _fail(f"config key exploit.{key}: {seed} is not a training seed of the best responses' configs "
+                  f"({list(training_seeds)})")
+        out[seed] = list(_ints(f"exploit.{key}.{seed}", seeds))
     missing = [s for s in training_seeds if s not in out]
-    if missing:
+    if missing and key == "br_seeds":
         _fail(f"config key exploit.br_seeds names no best-response seeds for training seed(s) {missing}")
     return out
 
 
-def br_seeds_for(exploit: dict, training_seed: int) -> list:
-    """The best-response seeds of the runs of ``training_seed`` (`_br_seeds`)."""
-    seeds = exploit["br_seeds"]
+def br_seeds_for(exploit: dict, training_seed: int, key: str = "br_seeds") -> list:
+    """The best-response seeds of the runs of ``training_seed`` (`_br_seeds`); ``key``
+    ``one_seed_br_seeds``: those of its one-seed families, by default its ``br_seeds``."""
+    seeds = exploit[key]
+    if key != "br_seeds" and seeds is None:
+        return br_seeds_for(exploit, training_seed)
     if isinstance(seeds, Mapping):
         return list(seeds.get(training_seed, seeds.get(str(training_seed), [])))
     return list(seeds)
 
 
-def _exploit(ex: dict, labels: list, training_seeds=()) -> dict:
+def _exploit(ex: dict, labels: list, seeds_of) -> dict:
+    """``exploit``, checked; ``seeds_of(label)``: the training seeds a label trains on."""
     from evals.exploit import SEARCH_KEYS, parse_families
 
     out = {"configs": list(_strs("exploit.configs", ex.get("configs", labels)))}
@@ -228,11 +248,18 @@ def _exploit(ex: dict, labels: list, training_seeds=()) -> dict:
             _fail(f"config key exploit.one_seed_configs: {c!r} is not a label of exploit.configs "
                   f"({', '.join(out['configs'])})")
     if out["configs"] and (out["families"] or out["one_seed_families"]):
+        training_seeds = list(dict.fromkeys(s for c in out["configs"] for s in seeds_of(c)))
         out["br_seeds"] = _br_seeds(ex.get("br_seeds"), training_seeds)
-        first = br_seeds_for(out, training_seeds[0]) if training_seeds else []
-        out["one_seed_br_seeds"] = list(_ints("exploit.one_seed_br_seeds", ex.get("one_seed_br_seeds", first)))
+        one = ex.get("one_seed_br_seeds")
+        out["one_seed_br_seeds"] = None if one is None else _br_seeds(one, training_seeds, "one_seed_br_seeds")
+        if isinstance(out["one_seed_br_seeds"], dict) and out["one_seed_families"]:
+            firsts = [seeds_of(c)[0] for c in out["one_seed_configs"]]
+            missing = [s for s in dict.fromkeys(firsts) if s not in out["one_seed_br_seeds"]]
+            if missing:
+                _fail(f"config key exploit.one_seed_br_seeds names no best-response seeds for training seed(s) "
+                      f"{missing}, the first of a label of exploit.one_seed_configs")
         for key in ("br_seeds", "one_seed_br_seeds"):
-            seeds = out[key].values() if isinstance(out[key], dict) else [out[key]]
+            seeds = [] if out[key] is None else out[key].values() if isinstance(out[key], dict) else [out[key]]
             for s in (s for group in seeds for s in group):
                 if s in TUNING_SEEDS:
                     _fail(f"config key exploit.{key}: seed {s} was used to tune ({TUNING_SEEDS[s]}); best "
@@ -384,7 +411,7 @@ def plan(cfg: ExperimentsConfig, out: Path, only: str | None = None) -> list[Ite
         for i, s in enumerate(cfg.seeds_of(label)):
             one_seed = ex["one_seed_families"] if i == 0 and label in ex["one_seed_configs"] else []
             for family in ex["families"] + one_seed:
-                for br in ex["one_seed_br_seeds"] if family in one_seed else br_seeds_for(ex, s):
+                for br in br_seeds_for(ex, s, "one_seed_br_seeds" if family in one_seed else "br_seeds"):
                     p = exploit_file(out, label, s, family, br)
                     it = Item(f"exploit/{label}/seed_{s}/{family}/br_{br}", "exploit", label, s, p,
                               _exploit_estimate(cfg, family, cfg.estimate), family, br)
@@ -469,19 +496,37 @@ def exploit_summaries(cfg: ExperimentsConfig, out: Path) -> dict:
 def changed_keys(old: dict, new: dict) -> list[str]:
     """The keys of the saved config ``old`` that ``new`` changes for the runs already
     planned (``estimate`` and ``report`` change no run).  ``new`` may add training seeds
-    after ``old``'s, each with best-response seeds of its own, and labels of configs
-    (with their ``set``, ``config_seeds`` and best responses): more units, every run
-    already made reused."""
+    after ``old``'s, each with best-response seeds of its own, labels of configs (with
+    their ``set`` and best responses), and move a label to other seeds (``config_seeds``:
+    runs are named by their seed, so none is read as another): more units, every run
+    already made and still planned reused."""
     seeds = old.get("training_seeds")
     extended = (isinstance(seeds, list) and isinstance(new.get("training_seeds"), list)
                 and new["training_seeds"][: len(seeds)] == seeds)
-
-    def per_seed(exploit):
-        if not isinstance(exploit, dict) or "br_seeds" not in exploit or not isinstance(seeds, list):
-            return exploit
-        return {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in seeds}}
-
     labels = list(old.get("configs") or {})
+
+    def planned(d):  # every training seed a saved label trains on under d
+        if not isinstance(d.get("training_seeds"), list) or not isinstance(d.get("config_seeds") or {}, dict):
+            return set()
+        return {s for label in labels for s in label_seeds(d["training_seeds"], d.get("config_seeds"), label)}
+
+    both = sorted(planned(old) & planned(new))
+
+    def first(d, label):
+        seeds = label_seeds(d["training_seeds"], d.get("config_seeds"), label) if planned(d) else ()
+        return seeds[0] if seeds else None
+
+    firsts = sorted({first(old, x) for x in labels if first(old, x) is not None and first(old, x) == first(new, x)})
+
+    def per_seed(exploit):  # the best-response seeds of the runs both configs plan, per training seed (the
+        # one-seed families': per first seed of a label)
+        if not isinstance(exploit, dict) or "br_seeds" not in exploit:
+            return exploit
+        out = {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in both}}
+        if "one_seed_br_seeds" in exploit or "one_seed_br_seeds" in out:
+            out["one_seed_br_seeds"] = {s: br_seeds_for({**exploit, "one_seed_br_seeds": exploit.get(
+                "one_seed_br_seeds")}, s, "one_seed_br_seeds") for s in firsts}
+        return out
 
     def old_labels(key, d):  # a per-label mapping, restricted to the saved config's labels
         d = d.get(key) or {}
@@ -495,17 +540,16 @@ def changed_keys(old: dict, new: dict) -> list[str]:
 
     diff = []
     for key in sorted(set(old) | set(new)):
-        if key in ("estimate", "report"):
+        if key in ("estimate", "report", "config_seeds"):
             continue
-        if key in ("configs", "set", "config_seeds"):  # labels may be added: more runs, none changed
+        if key in ("configs", "set"):  # labels may be added: more runs, none changed
             if old_labels(key, old) != old_labels(key, new):
                 diff.append(key)
             continue
         if key == "training_seeds" and extended:
             continue
         if key == "exploit":
-            o, n = old_configs(old.get(key)), old_configs(new.get(key))
-            if (per_seed(o) != per_seed(n)) if extended else (o != n):
+            if per_seed(old_configs(old.get(key))) != per_seed(old_configs(new.get(key))):
                 diff.append(key)
             continue
         if old.get(key) != new.get(key):
@@ -542,6 +586,11 @@ def main(argv=None) -> int:
         if diff:
             fail(PROG, f"--out {str(out)!r} holds experiments of another config (keys {', '.join(diff)} differ); "
                        "choose another --out")
+        for label in (x for x in old.get("configs") or {} if x in cfg.configs):
+            was = label_seeds(old["training_seeds"], old.get("config_seeds"), label)
+            if tuple(was) != cfg.seeds_of(label):
+                print(f"{PROG}: {label} now trains on training seeds {list(cfg.seeds_of(label))} (was {list(was)}); "
+                      f"its runs of the others stay in {out} unread", flush=True)
     items = plan(cfg, out, args.only)
     if not items:
         fail(PROG, f"--only {args.only!r} names no item of the plan")

@@ -123,9 +123,14 @@ def report_section(rep: dict, labels: list) -> dict:
 
 
 def label_seeds(training_seeds, config_seeds: Mapping | None, label: str) -> tuple:
-    """The training seeds ``label`` trains on: the first ``config_seeds[label]`` of
-    ``training_seeds`` (all of them by default); the plan and the final report both read it."""
-    return tuple(training_seeds)[: (config_seeds or {}).get(label, len(training_seeds))]
+    """The training seeds ``label`` trains on: ``config_seeds[label]`` when it is a list
+    (a label retrained on fresh seeds after a choice was made on the others), the first
+    ``config_seeds[label]`` of ``training_seeds`` when it is a number (a compute curve's
+    smaller budgets), all of them by default; the plan and the final report both read it."""
+    own = (config_seeds or {}).get(label, len(training_seeds))
+    if isinstance(own, (list, tuple)):
+        return tuple(own)
+    return tuple(training_seeds)[:own]
 
 
 def report_conditions(rep: Mapping) -> list[str]:

@@ -265,6 +265,48 @@ def test_labels_added_later_train_on_their_own_seeds_and_reuse_the_runs(tmp_path
         "config key config_seeds.sp_hlf is not known; did you mean 'sp_half'?")
 
 
+def test_a_label_retrained_on_fresh_seeds_reuses_every_other_run(tmp_path, capsys):
+    """Issue 40: once a choice has been made on a label's training seeds (its config
+    changed after runs on them), it trains again on fresh seeds listed in
+    ``config_seeds``, with best-response seeds of their own, while every other label's runs
+    in the same folder are kept; the final report reads the listed seeds."""
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "experiments.yaml").write_text(yaml.safe_dump(experiments.load_config(write(tmp_path / "first.yaml", SMALL))
+                                                         .to_dict(), sort_keys=False))
+    fresh = {**SMALL, "config_seeds": {"sp": [26, 27]},
+             "exploit": {**SMALL["exploit"], "br_seeds": {21: [50, 51], 22: [50, 51], 23: [50, 51], 26: [60],
+                                                          27: [61]},
+                         "one_seed_br_seeds": {21: [50, 51], 26: [62]}}}
+    cfg = experiments.load_config(write(tmp_path / "fresh.yaml", fresh))
+    assert cfg.seeds_of("sp") == (26, 27) and cfg.seeds_of("dqn") == (21, 22, 23)
+    assert [it.name for it in experiments.plan(cfg, out, "sp")] == [
+        "train/sp/seed_26", "train/sp/seed_27", "exploit/sp/seed_26/dqn/br_60", "exploit/sp/seed_26/ppo/br_62",
+        "exploit/sp/seed_27/dqn/br_61"]
+    assert "exploit/dqn/seed_21/ppo/br_50" in [it.name for it in experiments.plan(cfg, out, "dqn")]
+    capsys.readouterr()
+    assert experiments.main(["--config", str(tmp_path / "fresh.yaml"), "--out", str(out), "--dry-run"]) == 0
+    assert "sp now trains on training seeds [26, 27] (was [21, 22, 23])" in capsys.readouterr().out
+    with pytest.raises(final.FinalReportError, match="5 run"):  # dqn's three and sp's two, none trained here
+        final.units(cfg.to_dict(), out)
+    moved = {**fresh, "exploit": {**fresh["exploit"], "br_seeds": {**fresh["exploit"]["br_seeds"], 21: [52, 53]}}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "moved.yaml", moved)),
+                                                     "--out", str(out), "--dry-run"]),
+                   "holds experiments of another config", "exploit")
+    for seeds, words in (([26, 26], "config key config_seeds.sp repeats a seed"),
+                         ([26, 0], "config_seeds.sp: seed 0 was used to tune")):
+        one_line_error(capsys, lambda: experiments.main(["--config", str(write(
+            tmp_path / "bad.yaml", {**fresh, "config_seeds": {"sp": seeds}})), "--dry-run"]), words)
+    no_br = {**fresh, "exploit": {**fresh["exploit"], "br_seeds": {21: [50], 22: [50], 23: [50], 26: [60]}}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "nobr.yaml", no_br)),
+                                                     "--dry-run"]),
+                   "exploit.br_seeds names no best-response seeds for training seed(s) [27]")
+    no_one = {**fresh, "exploit": {**fresh["exploit"], "one_seed_br_seeds": {21: [50, 51]}}}
+    one_line_error(capsys, lambda: experiments.main(["--config", str(write(tmp_path / "noone.yaml", no_one)),
+                                                     "--dry-run"]),
+                   "exploit.one_seed_br_seeds names no best-response seeds for training seed(s) [26]")
+
+
 @pytest.mark.slow
 def test_a_cut_training_resumes_and_a_best_response_is_recorded(tmp_path, capsys):
     """Real tiny runs: a run cut after one chunk resumes through the trainer's --resume,
