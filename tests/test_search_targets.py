@@ -143,6 +143,30 @@ def test_the_scripted_teacher_challenges_impossible_claims_where_it_is_sure(setu
     assert kept >= len(built) // 2, kept
 
 
+def test_the_teachers_lanes_change_its_speed_not_its_targets(setup, monkeypatch):
+    """The teacher runs fewer lanes than it has rollouts (`teacher_lanes`: 128 here, for up
+    to 416 rollouts, so lanes are refilled), and its targets are those of a lane per
+    rollout; the recipe's 64 states get 1,024 lanes.  The bug this guards: lanes that
+    decided which rollouts run, or with which keys."""
+    import training.search_targets as st
+
+    env = setup.env
+    cfg = config_from_dict(dict(TINY, search_target_states=8, search_target_rollouts_per_world=1,
+                                search_target_rollout_policy="scripted_mix"))
+    assert st.teacher_lanes(cfg) == 128
+    assert st.teacher_lanes(config_from_dict(dict(TINY, search_target_states=64,
+                                                  search_target_rollouts_per_world=1))) == 1024
+    states = sample_positions(env, 8, seed=3)
+    keys = jax.random.split(jax.random.PRNGKey(4), 8)
+    net = lambda k, s: jnp.where(s.legal_action_mask, 0.0, -jnp.inf)  # noqa: E731
+    few, res = jax.jit(st.teacher(env, cfg, net, None))(keys, states)
+    assert int(res.lanes) == 128 and int(res.iterations) > cfg.search_target_rollout_steps
+    monkeypatch.setattr(st, "teacher_lanes", lambda c: 4096)
+    many, res_many = jax.jit(st.teacher(env, cfg, net, None))(keys, states)
+    assert int(res_many.lanes) > 128
+    np.testing.assert_array_equal(np.asarray(few), np.asarray(many))
+
+
 def _claim_ruled_out(obs, n):
     """By the exact posterior: the claim the seat to move may challenge (the block's when it
     answers one) has probability 0 (`posterior_features`' last two entries)."""
