@@ -38,10 +38,13 @@ current network's rollouts.
 that face a claim the seat's own view rules out (every copy of the role visible to it, or
 a bluff caught and claimed again: `facing_impossible_claim`), from a pool of random
 positions large enough to hold them (``search_target_impossible_pool`` per such decision
-wanted; a decision not found is not searched).  Random play reaches them in about 3% of
-its decisions, too rarely for a network to learn that such a claim is a free card: with this at
-0, every recipe network missed some of the scenario benchmark's impossible action claims
-(training seed 21 all four, seed 25 ``impossible_assassination`` and ``impossible_steal``).
+wanted; a decision not found is not searched).  A sixth of the pool's positions face one
+(2,820 of 16,384), so 16 per decision wanted falls short with probability 6e-8 per update
+(binomial), where 64 cost 41 ms of a recipe update's 379 in random play.  Searched among
+all random-play decisions, they were too rare for a network to learn that such a claim is
+a free card: with this at 0, every recipe network missed some of the scenario benchmark's
+impossible action claims (training seed 21 all four, seed 25 ``impossible_assassination``
+and ``impossible_steal``).
 """
 from __future__ import annotations
 
