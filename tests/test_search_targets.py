@@ -200,7 +200,8 @@ def test_the_teachers_scenario_score_is_the_search_not_its_prior():
     """`decision_benchmark.score_teacher` with the uniform policy (`random`) as prior: the
     scripted teacher's mean target puts its most likely play on the challenge at most of the
     impossible claims, where the prior itself hits none (a teacher that echoed its prior
-    would score 0).  Quick twin: test_the_teacher_command_refuses_what_it_cannot_score"""
+    would score 0), and each hit's reason is in its ``values``: the challenge's is the best.
+    Quick twin: test_the_teacher_command_refuses_what_it_cannot_score"""
     from coupjax.env import Env
     from coupjax.policies import resolve_policy
     from evals.report import decision_benchmark as db
@@ -212,6 +213,12 @@ def test_the_teachers_scenario_score_is_the_search_not_its_prior():
     taught = db.score_teacher(Env(4), "random", cfg, built, keys=2)
     assert not any(row["hit"] for row in prior.values())
     assert sum(row["hit"] for row in taught.values()) >= 6, taught
+    for (s, m), row in zip(built, taught.values()):  # the values behind each target: every legal action's
+        legal = {rules.action_name(int(a), m.current_player, m.num_players)
+                 for a in np.flatnonzero(np.asarray(m.state.legal_action_mask))}
+        assert set(row["values"]) == legal and all(v["sd"] >= 0 for v in row["values"].values()), s.name
+        if row["hit"]:  # a hit the uniform prior cannot make: the challenge has the best value
+            assert max(row["values"], key=lambda a: row["values"][a]["mean"]) == "challenge", s.name
 
 
 @pytest.mark.parametrize("argv, says", [

@@ -281,7 +281,8 @@ def score_teacher(env, spec: str, cfg, built, keys: int = 8, seed: int = 0) -> d
     its probabilities averaged over ``keys`` searches: the target a network at that point
     of training is pulled towards, in expectation.  Why: a network that fits these targets
     plays their most likely move, so a scenario the teacher misses is one the cross-entropy
-    teaches wrong (PPO's own rewards may still get it right)."""
+    teaches wrong (PPO's own rewards may still get it right).  Each scenario's row also has
+    ``values``: per searched action, the mean and sd over the searches of its value."""
     export = selfplay_search.export_dir(spec)
     # training's prior is the network's distribution (temperature 1), not the export's greedy play
     policy = (load_policy(export, temperature=1.0, num_players=env.num_players)
@@ -297,9 +298,19 @@ def score_teacher(env, spec: str, cfg, built, keys: int = 8, seed: int = 0) -> d
 
     decide = jax.jit(teacher(env, cfg, net, value))
     states = jax.tree.map(lambda *x: jnp.stack(x), *[m.state for _, m in built])
-    probs = np.mean([np.exp(np.asarray(decide(jax.random.split(k, len(built)), states)[0]))
-                     for k in jax.random.split(jax.random.PRNGKey(seed), keys)], axis=0)
-    return score_policy(None, built, probs)
+    probs, values = [], []
+    for k in jax.random.split(jax.random.PRNGKey(seed), keys):
+        logp, res = decide(jax.random.split(k, len(built)), states)
+        probs.append(np.exp(np.asarray(logp)))
+        values.append(np.asarray(res.q))
+    scores = score_policy(None, built, np.mean(probs, axis=0))
+    values, ids, valid = np.stack(values), np.asarray(res.action_ids), np.asarray(res.valid)
+    for i, (s, m) in enumerate(built):  # the rollouts' values behind each target: why it hits or misses
+        scores[s.name]["values"] = {
+            rules.action_name(int(ids[i, j]), m.current_player, m.num_players):
+                {"mean": float(values[:, i, j].mean()), "sd": float(values[:, i, j].std(ddof=1)) if keys > 1 else 0.0}
+            for j in np.flatnonzero(valid[i])}
+    return scores
 
 
 def score_advisor(built, belief: str, params: AdvisorParams | None = None) -> dict:
