@@ -329,6 +329,50 @@ def _benchmark_figures():
            for p in sorted(gang.glob("teacher_*.json")) for scored in json.loads(p.read_text()).values()])
 
 
+    teach = ROOT / "docs" / "experiments" / "2026-12-05-teacher"
+    yield "experiments/2026-12-05-teacher.md", _teacher_page_figures(teach)
+
+
+def _teacher_page_figures(teach):
+    """docs/experiments/2026-12-05-teacher.md's figures, from its folder's JSON files."""
+    import json
+
+    def rows(name):
+        return [f"| {r['wins']:.3f} | {' / '.join(f'{v:.2f}' for k, v in r['placement'].items() if k != 'won')} | "
+                f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,} |"
+                for r in json.loads((teach / f"{name}.json").read_text()).values()]
+
+    def cell(name):
+        c = json.loads((teach / f"{name}.json").read_text())
+        return (f"{c['win_rate_a']:.3f} vs {c['win_rate_b']:.3f}: {c['diff']:+.3f} "
+                f"[{c['ci_corrected_low']:+.3f}, {c['ci_corrected_high']:+.3f}]")
+
+    def ppo(name):
+        p = json.loads((teach / f"{name}.json").read_text())
+        return f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"
+
+    figures = [row for p in sorted(teach.glob("*_vs_*.json")) for row in rows(p.stem)]
+    figures += [cell(p.stem) for p in sorted(teach.glob("*_cmp_*.json"))]
+    figures += [ppo(p.stem) for p in sorted(teach.glob("*_ppo_*.json"))]
+    figures += [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+                for p in sorted(teach.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()]
+    for p in sorted(teach.glob("teacher_*.json")):
+        for scored in json.loads(p.read_text()).values():
+            figures.append(f"| {sum(v['hit'] for v in scored.values())} of 31 | "
+                           f"{', '.join(k for k, v in scored.items() if not v['hit'])} |")
+    from evals.report.decision_benchmark import SCENARIOS
+
+    sound = {sc.name: sc.sound for sc in SCENARIOS}
+    values = list(json.loads((teach / "teacher_B22_rollouts_per_world_16_rollout_steps_80.json").read_text()).values())[0]
+    for name in ("forced_coup_at_the_threat", "assassinate_one_card_leader", "steal_from_the_rich",
+                 "late_exchange_keeps_the_duke"):
+        v = values[name]["values"]
+        shown = [a for a in v if a in sound[name]] + sorted((a for a in v if a not in sound[name]),
+                                                              key=lambda a: -v[a]["mean"])[:3]
+        figures += [f"{v[a]['mean']:+.3f} ({v[a]['sd']:.3f})" for a in shown]
+    return figures
+
+
 @pytest.mark.parametrize("doc, figures", list(_benchmark_figures()))
 def test_quoted_benchmark_figures_are_the_committed_outputs(doc, figures):
     text = (ROOT / "docs" / doc).read_text()
