@@ -110,7 +110,7 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
 @pytest.mark.parametrize("key,value", [("search_target_coef", -1.0), ("search_target_states", 0),
                                        ("search_target_prior_uniform", 1.5), ("search_target_tau", 0.0),
                                        ("search_target_random_share", 1.5), ("search_target_impossible_share", -0.1),
-                                       ("search_target_impossible_pool", 0), ("search_target_prior_belief_ev", 1.5)])
+                                       ("search_target_impossible_pool", 0)])
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))
@@ -165,29 +165,6 @@ def test_the_teachers_lanes_change_its_speed_not_its_targets(setup, monkeypatch)
     many, res_many = jax.jit(st.teacher(env, cfg, net, None))(keys, states)
     assert int(res_many.lanes) > 128
     np.testing.assert_array_equal(np.asarray(few), np.asarray(many))
-
-
-def test_the_mixed_prior_averages_the_two_policies_probabilities(setup):
-    """``search_target_prior_belief_ev`` s: the teacher's prior is (1 - s) of the network's
-    probabilities plus s of ``belief_ev``'s, on the legal actions only; s = 1 is
-    ``belief_ev`` alone."""
-    from coupjax.policies import resolve_policy
-    from training.search_targets import mixed_prior
-
-    env = setup.env
-    states = sample_positions(env, 6, seed=2)
-    bev = resolve_policy("belief_ev", env)
-    net = lambda k, s: jnp.where(s.legal_action_mask, jnp.arange(s.legal_action_mask.shape[-1], dtype=jnp.float32),  # noqa: E731
-                                 -jnp.inf)
-    keys = jax.random.split(jax.random.PRNGKey(0), 6)
-    legal = np.asarray(states.legal_action_mask)
-    p_net = np.asarray(jax.vmap(lambda k, s: jax.nn.softmax(net(k, s)))(keys, states))
-    p_bev = np.asarray(jax.vmap(lambda k, s: jax.nn.softmax(jnp.where(s.legal_action_mask, bev(
-        jax.random.split(k)[1], s), -jnp.inf)))(keys, states))
-    for share in (0.5, 1.0):
-        got = np.exp(np.asarray(jax.jit(jax.vmap(mixed_prior(net, bev, share)))(keys, states)))
-        np.testing.assert_allclose(got, (1 - share) * p_net + share * p_bev, atol=1e-5)
-        assert (got[~legal] == 0).all()
 
 
 def _claim_ruled_out(obs, n):

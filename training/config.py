@@ -193,7 +193,6 @@ class SelfPlayConfig:
     search_target_states: int = key(32, POSITIVE)  # decisions searched per update (drawn among the games')
     search_target_tau: float = key(0.05, POSITIVE)  # the regularised search's temperature on its values
     search_target_prior_uniform: float = key(0.3, UNIT)  # the uniform policy's share in the search's prior
-    search_target_prior_belief_ev: float = key(0.0, UNIT)  # belief_ev's share beside the network's in that prior
     search_target_rollout_steps: int = key(4, POSITIVE)  # decisions before the value head scores a rollout
     search_target_rollouts_per_world: int = key(4, POSITIVE)  # rollouts per (sampled world, legal action)
     # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the

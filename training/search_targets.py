@@ -26,10 +26,6 @@ network's own rollouts never challenge, so its search undervalues a challenge).
 ``search_target_margin`` > 0 keeps only the decisions whose best action's value leads
 the next one's by that much: the teacher speaks where it is sure and leaves the close
 calls to PPO.
-``search_target_prior_belief_ev`` s mixes ``belief_ev``'s probabilities into the prior
-(``(1 - s)`` the network's, ``s`` its): where the rollouts' values are too close to call,
-the prior decides the target, and the network's own prior repeats its mistakes, where
-``belief_ev`` reads the rules one step deep (docs/experiments/2026-12-05-teacher.md).
 
 ``search_target_random_share`` of the searched decisions come instead from games of
 uniformly random legal play stopped after up to ``RANDOM_DECISIONS`` decisions
@@ -62,7 +58,6 @@ from flax import struct
 from coupjax import rules
 from coupjax.game.tables import tables
 from coupjax.observation import parse
-from coupjax.policies import resolve_policy
 from coupjax.search.policy import make_batched_decider
 from coupjax.search.selfplay_search import SELFPLAY_CONFIG, value_cut
 from coupjax.testing import position_player
@@ -139,21 +134,6 @@ def teacher_lanes(cfg) -> int:
                * int(cfg.search_target_rollouts_per_world) * MEAN_LEGAL_ACTIONS)
 
 
-def mixed_prior(net: Callable, other: Callable, share: float) -> Callable:
-    """``(1 - share) * softmax(net) + share * softmax(other)`` over the legal actions, as
-    masked log-probabilities (the search's prior)."""
-    def prior(key, state):
-        legal = state.legal_action_mask
-        k_net, k_other = jax.random.split(key)
-        a = jax.nn.log_softmax(jnp.where(legal, net(k_net, state), -jnp.inf))
-        b = jax.nn.log_softmax(jnp.where(legal, other(k_other, state), -jnp.inf))
-        if share >= 1.0:
-            return jnp.where(legal, b, -jnp.inf)
-        return jnp.where(legal, jnp.logaddexp(jnp.log1p(-share) + a, jnp.log(share) + b), -jnp.inf)
-
-    return prior
-
-
 def teacher(env, cfg, net: Callable, value: Callable):
     """The batched search that makes the targets (``decide(keys [M], states [M]) ->
     (log-probabilities [M, A], results)``): the regularised search of `SELFPLAY_CONFIG`
@@ -162,11 +142,8 @@ def teacher(env, cfg, net: Callable, value: Callable):
     at the config's temperature, prior mix and budget.  One construction for training and
     for `evals.report.decision_benchmark`'s scoring of the teacher."""
     scripted = cfg.search_target_rollout_policy != "network"
-    prior = net
-    if cfg.search_target_prior_belief_ev > 0:
-        prior = mixed_prior(net, resolve_policy("belief_ev", env), float(cfg.search_target_prior_belief_ev))
     config = dataclasses.replace(
-        SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=prior,
+        SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
         tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
         max_rollout_steps=cfg.search_target_rollout_steps,
         rollouts_per_world=int(cfg.search_target_rollouts_per_world),
