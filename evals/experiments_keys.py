@@ -1,6 +1,7 @@
 """The experiments config's keys, checked before anything runs: one line per mistake.
 
-The helpers `evals.experiments` checks every section with, and its ``report`` section:
+The helpers `evals.experiments` checks every section with, what a saved folder's config
+shares with a new one (`changed_keys`, `br_seeds_for`), and its ``report`` section:
 what ``python -m evals.report --final`` plays on held-out seeds (``condition``,
 ``games``, ``baselines``, ``pairs``, ``head_to_head_games``, ``head_to_head``) and, all
 optional (issue 40; a config without them gives the report it gave before):
@@ -239,3 +240,78 @@ def _targets(raw, labels: list, known: list) -> dict:
             checks["train_minutes_at_most"] = float(v)
         out[label] = checks
     return out
+
+
+def br_seeds_for(exploit: dict, training_seed: int, key: str = "br_seeds") -> list:
+    """The best-response seeds of the runs of ``training_seed`` (`_br_seeds`); ``key``
+    ``one_seed_br_seeds``: those of its one-seed families, by default its ``br_seeds``."""
+    seeds = exploit[key]
+    if key != "br_seeds" and seeds is None:
+        return br_seeds_for(exploit, training_seed)
+    if isinstance(seeds, Mapping):
+        return list(seeds.get(training_seed, seeds.get(str(training_seed), [])))
+    return list(seeds)
+
+
+def changed_keys(old: dict, new: dict) -> list[str]:
+    """The keys of the saved config ``old`` that ``new`` changes for the runs already
+    planned (``estimate`` and ``report`` change no run).  ``new`` may add training seeds
+    after ``old``'s, each with best-response seeds of its own, labels of configs (with
+    their ``set`` and best responses), and move a label to other seeds (``config_seeds``:
+    runs are named by their seed, so none is read as another): more units, every run
+    already made and still planned reused."""
+    seeds = old.get("training_seeds")
+    extended = (isinstance(seeds, list) and isinstance(new.get("training_seeds"), list)
+                and new["training_seeds"][: len(seeds)] == seeds)
+    labels = list(old.get("configs") or {})
+
+    def planned(d):  # every training seed a saved label trains on under d
+        if not isinstance(d.get("training_seeds"), list) or not isinstance(d.get("config_seeds") or {}, dict):
+            return set()
+        return {s for label in labels for s in label_seeds(d["training_seeds"], d.get("config_seeds"), label)}
+
+    both = sorted(planned(old) & planned(new))
+
+    def first(d, label):
+        seeds = label_seeds(d["training_seeds"], d.get("config_seeds"), label) if planned(d) else ()
+        return seeds[0] if seeds else None
+
+    firsts = sorted({first(old, x) for x in labels if first(old, x) is not None and first(old, x) == first(new, x)})
+
+    def per_seed(exploit):  # the best-response seeds of the runs both configs plan, per training seed (the
+        # one-seed families': per first seed of a label)
+        if not isinstance(exploit, dict) or "br_seeds" not in exploit:
+            return exploit
+        out = {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in both}}
+        if "one_seed_br_seeds" in exploit or "one_seed_br_seeds" in out:
+            out["one_seed_br_seeds"] = {s: br_seeds_for({**exploit, "one_seed_br_seeds": exploit.get(
+                "one_seed_br_seeds")}, s, "one_seed_br_seeds") for s in firsts}
+        return out
+
+    def old_labels(key, d):  # a per-label mapping, restricted to the saved config's labels
+        d = d.get(key) or {}
+        return {k: v for k, v in d.items() if k in labels} if isinstance(d, dict) else d
+
+    def old_configs(exploit):  # the best-response lists of the saved config's labels only
+        if not isinstance(exploit, dict):
+            return exploit
+        return {**exploit, **{k: [c for c in exploit[k] if c in labels]
+                              for k in ("configs", "one_seed_configs") if isinstance(exploit.get(k), list)}}
+
+    diff = []
+    for key in sorted(set(old) | set(new)):
+        if key in ("estimate", "report", "config_seeds"):
+            continue
+        if key in ("configs", "set"):  # labels may be added: more runs, none changed
+            if old_labels(key, old) != old_labels(key, new):
+                diff.append(key)
+            continue
+        if key == "training_seeds" and extended:
+            continue
+        if key == "exploit":
+            if per_seed(old_configs(old.get(key))) != per_seed(old_configs(new.get(key))):
+                diff.append(key)
+            continue
+        if old.get(key) != new.get(key):
+            diff.append(key)
+    return diff
