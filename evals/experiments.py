@@ -86,13 +86,6 @@ class ExperimentsConfig:
     paths: dict = dataclasses.field(default_factory=dict)  # label -> the config file found, or "quickstart"
     config_seeds: dict = dataclasses.field(default_factory=dict)  # label -> how many of training_seeds, or its own list
 
-    def all_seeds(self, labels=None) -> tuple:
-        """Every training seed some label of ``labels`` (default: all) trains on, in order."""
-        seen = {}
-        for label in self.configs if labels is None else labels:
-            seen.update(dict.fromkeys(self.seeds_of(label)))
-        return tuple(seen)
-
     def seeds_of(self, label: str) -> tuple:
         """The training seeds ``label`` trains on (`evals.experiments_keys.label_seeds`)."""
         return label_seeds(self.training_seeds, self.config_seeds, label)

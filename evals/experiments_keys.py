@@ -245,7 +245,7 @@ def _targets(raw, labels: list, known: list) -> dict:
 def br_seeds_for(exploit: dict, training_seed: int, key: str = "br_seeds") -> list:
     """The best-response seeds of the runs of ``training_seed`` (`_br_seeds`); ``key``
     ``one_seed_br_seeds``: those of its one-seed families, by default its ``br_seeds``."""
-    seeds = exploit[key]
+    seeds = exploit.get(key)
     if key != "br_seeds" and seeds is None:
         return br_seeds_for(exploit, training_seed)
     if isinstance(seeds, Mapping):
@@ -282,11 +282,8 @@ def changed_keys(old: dict, new: dict) -> list[str]:
         # one-seed families': per first seed of a label)
         if not isinstance(exploit, dict) or "br_seeds" not in exploit:
             return exploit
-        out = {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in both}}
-        if "one_seed_br_seeds" in exploit or "one_seed_br_seeds" in out:
-            out["one_seed_br_seeds"] = {s: br_seeds_for({**exploit, "one_seed_br_seeds": exploit.get(
-                "one_seed_br_seeds")}, s, "one_seed_br_seeds") for s in firsts}
-        return out
+        return {**exploit, "br_seeds": {s: br_seeds_for(exploit, s) for s in both},
+                "one_seed_br_seeds": {s: br_seeds_for(exploit, s, "one_seed_br_seeds") for s in firsts}}
 
     def old_labels(key, d):  # a per-label mapping, restricted to the saved config's labels
         d = d.get(key) or {}
