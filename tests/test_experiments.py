@@ -840,6 +840,7 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     from evals.lib import paired
     from evals.report.config import config_from_dict
     from evals.report.figures import draw_final
+    from evals.report.progress import Parts, Silent
 
     runs = fake_runs(tmp_path, seeds=(21, 22, 23))
     for i, s in enumerate((21, 22, 23)):
@@ -885,8 +886,14 @@ def test_targets_play_the_label_against_three_copies_of_each_opponent(tmp_path, 
     twins = [str(runs / "train" / "twin" / f"seed_{s}") for s in (21, 22, 23)]
     exp["report"]["targets"]["ref"]["head_to_head_opponent_seeds"] = {"twin": "all"}
     seen.clear()
-    fin = final.play_final(exp, runs, [100], 4, n_boot=300)
+    parts = Parts(Silent(), clock=iter(range(100)).__next__)  # each part one tick of a fake clock
+    fin = final.play_final(exp, runs, [100], 4, n_boot=300, part=parts)
     assert seen[1:4] == [(ref, t, 20) for t in twins] and seen[4:] == [(ref, "random", 20), (ref, "expected", 8)]
+    # meta.json's final_parts: every part timed once, in play order, under the names the stage counts
+    assert list(parts.seconds) == final.final_parts(exp, runs) == [
+        "pool/aggressive_heavy", *(f"targets/ref/twin/seed_{s}" for s in (21, 22, 23)), "targets/ref/random",
+        "targets/ref/expected", "targets/ref/scenarios"]
+    assert set(parts.seconds.values()) == {1}
     h = fin["targets"]["ref"]["head_to_head"]["twin"]
     assert h["opponents"] == twins and list(h["per_opponent"]) == twins
     assert h["per_opponent"][twins[0]] == {ref[0]: 0.5, ref[1]: 0.35, ref[2]: 0.25}

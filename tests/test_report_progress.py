@@ -21,7 +21,7 @@ from rich.console import Console
 from evals.report import __main__ as report_main
 from evals.report import suite as S
 from evals.report.config import config_from_dict
-from evals.report.progress import StageLog
+from evals.report.progress import Parts, StageLog
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMISE = 30.0  # seconds: the longest silence of the log written to a file (the issue's promise)
@@ -171,6 +171,24 @@ def test_stage_lines_count_cells_and_estimate_what_is_left():
                      "[0:01:50] seat: still; stage 0:01:50",
                      "[0:02:00] seat: 4/4 cells (seat/d 90 s); stage 0:02:00",
                      "[0:02:00] seat: done, 4 cells in 0:02:00"]
+
+
+def test_the_final_stage_counts_its_parts_and_keeps_their_seconds():
+    """The final stage has no cells; its parts (pool tables, pairs, targets) speak as cells
+    do, and their seconds go to meta.json (``final_parts``).  A part that fails keeps none."""
+    buffer, clock = io.StringIO(), FakeClock()
+    log = StageLog(Console(file=buffer, width=240, no_color=True), heartbeat=None, clock=clock)
+    with log.stage("final", 3) as stage:
+        parts = Parts(stage, clock=clock)
+        for name, took in (("pool/aggressive_heavy", 400), ("pool/honest_heavy", 300)):
+            with parts(name):
+                clock.now += took
+        with pytest.raises(ValueError), parts("targets/recipe/belief_ev"):
+            raise ValueError("a unit's run is missing")
+    assert parts.seconds == {"pool/aggressive_heavy": 400, "pool/honest_heavy": 300}
+    assert buffer.getvalue().splitlines()[1:3] == [
+        "[0:06:40] final: 1/3 cells (pool/aggressive_heavy 400 s); stage 0:06:40, about 0:13:20 left",
+        "[0:11:40] final: 2/3 cells (pool/honest_heavy 300 s); stage 0:11:40, about 0:05:00 left"]
 
 
 def test_the_heartbeat_speaks_when_nothing_else_does():

@@ -283,12 +283,15 @@ def report(args, cfg, final, only, log, progress) -> int:
     (out / "meta.json").write_text(json.dumps(meta, indent=1))
     if final:
         from evals.report import final as FIN
+        from evals.report.progress import Parts
 
         t1 = time.perf_counter()
-        with log.stage("final"):
+        with log.stage("final", total=len(FIN.final_parts(final["experiments"], args.runs))) as stage:
+            parts = Parts(stage)
             rep["final"] = FIN.play_final(final["experiments"], args.runs, final["seeds"], cfg.num_players,
-                                          n_boot=args.boot, batch=cfg.batch)
+                                          n_boot=args.boot, batch=cfg.batch, part=parts)
         meta["seconds_final"] = time.perf_counter() - t1
+        meta["final_parts"] = parts.seconds
         meta["seconds_total"] = time.perf_counter() - t0
         rep["meta"] = meta
         (out / "report.json").write_text(json.dumps(rep, indent=1))

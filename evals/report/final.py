@@ -54,7 +54,8 @@ from evals.exploit import over_runs
 from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
 from evals.report.markdown import markdown_table
-from evals.report.recipe import condition_tables, curve_section, play_recipe, pool_units, targets_section
+from evals.report.recipe import (condition_tables, curve_section, play_recipe, pool_units, target_parts,
+                                 targets_section, untimed)
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -203,9 +204,18 @@ def check_boot(exp: dict, n_boot: int) -> None:
                                f"Holm's correction; use at least {int(2 * m / ALPHA)}")
 
 
+def final_parts(exp: dict, runs: Path) -> list[str]:
+    """The names `play_final` times its parts by, in play order: the pool's tables per
+    condition, each head-to-head pair, then `evals.report.recipe.target_parts`."""
+    rep = exp["report"]
+    pairs = [f"head_to_head/{a}/{b}" for a, b in rep.get("head_to_head", [])]
+    return [f"pool/{c}" for c in report_conditions(rep)] + pairs + target_parts(rep, units(exp, runs))
+
+
 def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot: int = 2000,
-               batch: int = 1000) -> dict:
-    """The final section of report.json (module doc), played on ``seeds``."""
+               batch: int = 1000, part=untimed) -> dict:
+    """The final section of report.json (module doc), played on ``seeds``; ``part``: name
+    -> a context that times that part (`evals.report.progress.Parts`, names `final_parts`)."""
     from coupjax.env import Env
     from evals.lib.paired import compare, play_paired
 
@@ -217,7 +227,8 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
     rows = {label: np.array([every.index(u) for u in us]) for label, us in by_label.items()}
     conditions, tables = report_conditions(rep), {}
     for cond in conditions:  # the same held-out seeds, the other seats drawn from each condition
-        res = play_paired(env, every, every[:1], rep["games"], list(seeds), cond, batch)
+        with part(f"pool/{cond}"):
+            res = play_paired(env, every, every[:1], rep["games"], list(seeds), cond, batch)
         wins, place = res["wins"][0], res["placement"][0]
         tables[cond] = {label: summarize_units(label, us, wins[rows[label]], place[rows[label]])
                         for label, us in by_label.items()}
@@ -227,8 +238,9 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
         # B's first training seed fills the three other seats: it does not play itself (a share
         # of 1/4 by symmetry), unless B is one unit (a fixed policy) and has no other
         b_units = by_label[b][1:] or by_label[b]
-        r = compare(env, ",".join(by_label[a]), ",".join(b_units), rep["head_to_head_games"], list(seeds),
-                    opponents=by_label[b][0], n_boot=n_boot, batch=batch)
+        with part(f"head_to_head/{a}/{b}"):
+            r = compare(env, ",".join(by_label[a]), ",".join(b_units), rep["head_to_head_games"], list(seeds),
+                        opponents=by_label[b][0], n_boot=n_boot, batch=batch)
         pairs.append({"kind": "head_to_head", "a": a, "b": b, "games": rep["head_to_head_games"],
                       "seeds": list(seeds), "opponents": by_label[b][0], "win_rate_a": r["win_rate_a"],
                       "win_rate_b": r["win_rate_b"], "per_unit": r["per_unit"]})
@@ -243,7 +255,7 @@ def play_final(exp: dict, runs: Path, seeds: list[int], num_players: int, n_boot
         fin["configs_by_condition"] = tables
     fin["rankings"] = rank(fin)
     fin["exploit_comparisons"] = exploit_comparisons(fin)
-    fin.update(play_recipe(env, rep, by_label, list(seeds), batch))
+    fin.update(play_recipe(env, rep, by_label, list(seeds), batch, part))
     return fin
 
 

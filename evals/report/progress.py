@@ -119,6 +119,24 @@ class StageLog:
                 self.beat()
 
 
+class Parts:
+    """Times the parts of a stage that has no cells (the final stage's pool tables, pairs
+    and targets, `evals.report.final.final_parts`): each is a cell line of ``log``, with
+    the estimate of what is left, and its seconds stay in ``seconds`` (meta.json's
+    ``final_parts``), so a slow report shows which part took the time."""
+
+    def __init__(self, log, clock=time.perf_counter):
+        self.log, self.clock, self.seconds = log, clock, {}
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        start = self.clock()
+        self.log.cell_start(name)
+        yield
+        self.seconds[name] = self.clock() - start
+        self.log.cell_done(name, self.seconds[name], False)
+
+
 class Silent:
     """A `StageLog` that prints nothing (``--quiet``)."""
 

@@ -17,6 +17,7 @@ them it adds nothing, to report.json or to docs/results.md.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -26,6 +27,11 @@ from coupjax.metrics import t_interval
 from evals.exploit import over_runs
 from evals.lib.stats import unit_test
 from evals.report.markdown import markdown_table
+
+
+def untimed(name: str):
+    """A part nobody times (`play_recipe`'s and `play_final`'s default ``part``)."""
+    return contextlib.nullcontext()
 
 
 def condition_tables(fin: dict) -> dict:
@@ -46,16 +52,43 @@ def _three(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1000) -> dict:
+def _trios(checks: dict, opp: str, by_label: dict) -> list[str]:
+    """The opponents a target plays ``opp`` as: each of a config's training seeds in turn
+    (``opponent_seeds: all``), its first, or a baseline or policy spec."""
+    if checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all":
+        return list(by_label[opp])
+    return [by_label[opp][0] if opp in by_label else opp]
+
+
+def _target_part(label: str, opp: str, spec: str, each: bool) -> str:
+    return f"targets/{label}/{opp}" + (f"/{Path(spec).name}" if each else "")
+
+
+def target_parts(rep: dict, by_label: dict) -> list[str]:
+    """The names `play_recipe` times its parts by, in its order: each target's tables per
+    opponent (per training seed of a config played in turn) and its scenarios."""
+    out = []
+    for label, checks in (rep.get("targets") or {}).items():
+        for opp in checks.get("head_to_head", {}):
+            each = checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all"
+            out += [_target_part(label, opp, spec, each) for spec in _trios(checks, opp, by_label)]
+        if "scenarios_at_least" in checks:
+            out.append(f"targets/{label}/scenarios")
+    return out
+
+
+def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1000, part=None) -> dict:
     """The optional ``report.curve`` and ``report.targets`` figures (module doc): each
     named config's training cost from its runs' summary.json (``training``), and for each
     target its head-to-head tables (`evals.lib.paired.play_paired`: the label's training
     seeds in one seat, every other seat the opponent; ``head_to_head_games`` tables per
     seed, or the target's own ``games`` for that opponent) and its network's decision
     scenarios.  Nothing (an empty dict) where the config names neither, so such a
-    report.json is what it was."""
+    report.json is what it was.  ``part``: name -> a context that times it
+    (`evals.report.progress.Parts`; the names are `target_parts`')."""
     from evals.lib.paired import play_paired
 
+    part = part or untimed
     curve, targets = rep.get("curve") or {}, rep.get("targets") or {}
     if not curve and not targets:
         return {}
@@ -71,11 +104,11 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
                 games = checks.get("head_to_head_games", {}).get(opp, rep["head_to_head_games"])
                 units = by_label[label]
                 each = checks.get("head_to_head_opponent_seeds", {}).get(opp) == "all"
-                # a config's first training seed, or each of them in turn; else a baseline or spec
-                specs = by_label[opp] if each else [by_label[opp][0] if opp in by_label else opp]
+                specs = _trios(checks, opp, by_label)
                 per_opp = {}
                 for spec in specs:  # the label's seeds in one seat of the same tables, three copies of spec
-                    wins = play_paired(env, units, units[:1], games, seeds, spec, batch)["wins"][0]
+                    with part(_target_part(label, opp, spec, each)):
+                        wins = play_paired(env, units, units[:1], games, seeds, spec, batch)["wins"][0]
                     per_opp[spec] = {u: float(wins[j].mean()) for j, u in enumerate(units)}
                 h = {"opponents": specs if each else specs[0], "games": games, "seeds": seeds}
                 if each:  # a unit's figure is its mean over the trios
@@ -83,7 +116,8 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
                 h["per_unit"] = {u: float(np.mean([r[u] for r in per_opp.values()])) for u in units}
                 rec.setdefault("head_to_head", {})[opp] = h
             if "scenarios_at_least" in checks:
-                rec["scenarios"] = scenario_hits(by_label[label])
+                with part(f"targets/{label}/scenarios"):
+                    rec["scenarios"] = scenario_hits(by_label[label])
             out["targets"][label] = rec
     return out
 
