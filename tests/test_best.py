@@ -1,4 +1,4 @@
-"""`best`: the committed network of the recipe's training seed 21, alone, with the
+"""`best`: the committed network of the recipe's first training seed, alone, with the
 scenario count the docs quote.
 
 The leak test and the policy interface are checked with every registered policy in
@@ -15,10 +15,13 @@ import pytest
 from coupjax.env import Env
 from coupjax.policies import best as best_module
 from coupjax.policies.spec import resolve_policy
+from evals import experiments
 from evals.report.decision_benchmark import build_all, score_policy
 
 ROOT = Path(__file__).resolve().parents[1]
-RUN = ROOT / "runs" / "experiments" / "train" / "recipe_cpu" / "seed_21"
+# the criterion names the recipe's first training seed as `best` before any held-out figure
+FIRST_SEED = experiments.load_config(ROOT / "configs" / "experiments.yaml").seeds_of("recipe_cpu")[0]
+RUN = ROOT / "runs" / "experiments" / "train" / "recipe_cpu" / f"seed_{FIRST_SEED}"
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +29,15 @@ def best():
     return resolve_policy("best", Env(4))
 
 
-def test_best_is_the_recipe_seed_21_export_unchanged(best):
+def test_best_is_the_recipe_first_seed_export_unchanged(best):
     """The weights README says the files are the run's export copied unchanged, and
-    the criterion named seed 21 before any held-out figure: a swapped file fails."""
+    the criterion named that seed before any held-out figure: a swapped file fails."""
     shipped = sorted(p.name for p in best_module.WEIGHTS.iterdir() if p.name != "README.md")
     assert shipped == sorted(p.name for p in (RUN / "export").iterdir())
     for name in shipped:
         assert (best_module.WEIGHTS / name).read_bytes() == (RUN / "export" / name).read_bytes(), name
     assert best.info["kind"] == "selfplay" and best.info["policy_reads_posterior"]
-    assert best.info["config"]["seed"] == 21
+    assert best.info["config"]["seed"] == FIRST_SEED
 
 
 def test_best_is_the_network_alone(best):
