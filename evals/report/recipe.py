@@ -77,7 +77,7 @@ def target_parts(rep: dict, by_label: dict) -> list[str]:
     return out
 
 
-def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1000, part=None) -> dict:
+def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1000, part=untimed) -> dict:
     """The optional ``report.curve`` and ``report.targets`` figures (module doc): each
     named config's training cost from its runs' summary.json (``training``), and for each
     target its head-to-head tables (`evals.lib.paired.play_paired`: the label's training
@@ -88,7 +88,6 @@ def play_recipe(env, rep: dict, by_label: dict, seeds: list[int], batch: int = 1
     (`evals.report.progress.Parts`; the names are `target_parts`')."""
     from evals.lib.paired import play_paired
 
-    part = part or untimed
     curve, targets = rep.get("curve") or {}, rep.get("targets") or {}
     if not curve and not targets:
         return {}
