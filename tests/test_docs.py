@@ -17,8 +17,9 @@ tests/test_training.py and the option checks of tests/test_cli.py.
 """
 from __future__ import annotations
 
-import os
+import functools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -300,14 +301,8 @@ def _benchmark_figures():
     yield "experiments/2026-12-04-export-temperature.md", [temperature_row(t) for t in ("t0", "t03", "t1")]
     gang = ROOT / "docs" / "experiments" / "2026-12-04-gang-up"
 
-    def outsider_rows(name):
-        return _outsider_rows(gang, name)
-
-    def compare_cell(name):
-        return _compare_cell(gang, name)
-
-    def ppo_cell(name):
-        return _ppo_cell(gang, name)
+    outsider_rows, compare_cell, ppo_cell = (functools.partial(f, gang)
+                                             for f in (_outsider_rows, _compare_cell, _ppo_cell))
 
     outsiders = [name for p in sorted(gang.glob("*.json"))
                  if (name := p.stem).startswith(("outsiders_", "recipe21_vs", "recipe22_vs", "A_vs", "B_vs", "B22_vs", "D22_vs", "E22_vs"))]
@@ -330,8 +325,6 @@ def _benchmark_figures():
 
 def _outsider_rows(folder, name):
     """An `evals.outsider` JSON's rows as a page quotes them: wins, places out, aim."""
-    import json
-
     return [f"| {r['wins']:.3f} | {' / '.join(f'{v:.2f}' for k, v in r['placement'].items() if k != 'won')} | "
             f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,} |"
             for r in json.loads((folder / f"{name}.json").read_text()).values()]
@@ -339,8 +332,6 @@ def _outsider_rows(folder, name):
 
 def _compare_cell(folder, name):
     """An `evals.compare` JSON as a page quotes it: both win rates, the difference, its interval."""
-    import json
-
     c = json.loads((folder / f"{name}.json").read_text())
     return (f"{c['win_rate_a']:.3f} vs {c['win_rate_b']:.3f}: {c['diff']:+.3f} "
             f"[{c['ci_corrected_low']:+.3f}, {c['ci_corrected_high']:+.3f}]")
@@ -348,16 +339,12 @@ def _compare_cell(folder, name):
 
 def _ppo_cell(folder, name):
     """An `evals.exploit` JSON's win rate and interval as a page quotes them."""
-    import json
-
     p = json.loads((folder / f"{name}.json").read_text())
     return f"{p['win_rate']:.3f} [{p['ci95_low']:.3f}, {p['ci95_high']:.3f}]"
 
 
 def _teacher_page_figures(teach):
     """docs/experiments/2026-12-05-teacher.md's figures, from its folder's JSON files."""
-    import json
-
     figures = [row for p in sorted(teach.glob("*_vs_*.json")) for row in _outsider_rows(teach, p.stem)]
     figures += [_compare_cell(teach, p.stem) for p in sorted(teach.glob("*_cmp_*.json"))]
     figures += [_ppo_cell(teach, p.stem) for p in sorted(teach.glob("*_ppo_*.json"))]
