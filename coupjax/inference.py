@@ -128,8 +128,11 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
     """The exported policy at ``path`` (run dir or export dir) as ``policy(key, state) -> logits``.
 
     ``temperature``: None uses the exported default (see the module doc).  The returned
-    function carries ``.info`` (policy.json), ``.params`` and ``.values(obs)`` (the raw
-    network output).
+    function carries ``.info`` (policy.json), ``.params``, ``.values(obs)`` (the raw
+    network output) and ``.param_apply(params, key, state)``: the same policy with its
+    weights an argument, so the table runners (`coupjax.seat_tables.as_param_policy`)
+    compile one program for every network of an architecture instead of one per
+    network, its weights folded in as constants.
     """
     info, params = read_export(path)
     n = int(info["num_players"])
@@ -142,15 +145,21 @@ def load_policy(path, temperature: float | None = None, num_players: int | None 
 
     params = jax.tree.map(jnp.asarray, params)
     log_probs = info["kind"] != "dqn"
-    values = policy_network_of(params, n, info.get("policy_reads_posterior", False))
+    reads_posterior = info.get("policy_reads_posterior", False)
+    values = policy_network_of(params, n, reads_posterior)
+
+    def param_apply(prm, key, state):
+        del key
+        logits = policy_network_of(prm, n, reads_posterior)(state.observation)
+        return masked_policy_logits(logits, state.legal_action_mask, temp, log_probs)
 
     def policy(key, state):
-        del key
-        return masked_policy_logits(values(state.observation), state.legal_action_mask, temp, log_probs)
+        return param_apply(params, key, state)
 
     policy.info = info
     policy.params = params
     policy.values = values
+    policy.param_apply = param_apply
     return policy
 
 

@@ -74,6 +74,17 @@ def count_stats(T, n):
     return tally
 
 
+def as_param_policy(policy):
+    """``policy`` as a `ParamPolicy` where it carries its weights apart
+    (``.param_apply``, ``.params``: `coupjax.inference.load_policy`'s networks), else as
+    it is.  A runner then takes the weights as an argument: networks of one architecture
+    compile to one program (the compilation cache serves the next), where weights closed
+    over would be folded in as constants, one program per network."""
+    if isinstance(policy, ParamPolicy) or not hasattr(policy, "param_apply"):
+        return policy
+    return ParamPolicy(policy.param_apply, policy.params)
+
+
 def _branches(entries, params):
     """The policies of ``entries`` with `ParamPolicy` parameters bound (in their order)."""
     out, it = [], iter(params)
@@ -111,7 +122,7 @@ def make_table_runner(env, policy_list, max_steps: int = MAX_STEPS):
     per game: ``steps`` and ``finished``.  ``step_limit`` int32[B] stops game b after
     that many decisions (mid-game positions).
     """
-    entries = list(policy_list)
+    entries = [as_param_policy(p) for p in policy_list]
     if not entries:
         raise ValueError("policy_list is empty")
     n = env.num_players
@@ -251,7 +262,7 @@ def make_queue_runner(env, policy_list, slots: int, max_steps: int = MAX_STEPS, 
     each played by its own ``slots`` slots under `jax.shard_map` (no communication;
     `coupjax.devices.use_host_cores` makes one device per CPU core).
     """
-    entries = list(policy_list)
+    entries = [as_param_policy(p) for p in policy_list]
     if not entries:
         raise ValueError("policy_list is empty")
     B = int(slots)
@@ -393,7 +404,7 @@ def make_seat_table(env, specs, *, pool=OPPONENTS, opponents=None, policies: dic
     def index_of(spec):
         if spec not in where:
             where[spec] = len(entries)
-            entries.append(built[spec] if spec in built else resolve_policy(spec, env))
+            entries.append(as_param_policy(built[spec] if spec in built else resolve_policy(spec, env)))
         return where[spec]
 
     pool_idx = np.asarray([index_of(p) for p in seat_pool], np.int32)

@@ -119,6 +119,28 @@ def test_exported_policy_passes_check_policy(env, positions4, tmp_path):
         testing.check_policy(policies.resolve_policy(str(tmp_path / kind), env), env, *positions4)
 
 
+def test_a_table_takes_a_loaded_networks_weights_as_an_argument(env, tmp_path):
+    """A loaded network's weights are an argument of the compiled seat table
+    (`coupjax.seat_tables.as_param_policy`), not constants folded into it: a table built
+    for one export plays another export's weights with the results of a table built for
+    that export, so networks of one architecture share one compilation."""
+    from training import checkpoint
+    from coupjax.networks import init_params, make_network
+
+    d = env.observation_shape[0]
+    for name, seed in (("a", 0), ("b", 1)):
+        checkpoint.write_export(tmp_path / name, init_params(make_network(env, (16,)), jax.random.PRNGKey(seed), d),
+                                kind="dqn", num_players=4, hidden_sizes=(16,), obs_dim=d,
+                                num_actions=env.num_actions, temperature=0.0, config={})
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    assert isinstance(seat_tables.as_param_policy(policies.resolve_policy(a, env)), seat_tables.ParamPolicy)
+    play = seat_tables.make_seat_table(env, [a], opponents="random")
+    weights_b = policies.resolve_policy(b, env).params
+    played_as_b = play(64, 5, chunk=64, params={a: weights_b})[a]
+    assert played_as_b == seat_tables.make_seat_table(env, [b], opponents="random")(64, 5, chunk=64)[b]
+    assert played_as_b != play(64, 5, chunk=64)[a]  # the weights made a difference
+
+
 def _peeking(env, peek):
     def policy(key, state):
         del key
