@@ -814,6 +814,24 @@ def test_curve_and_targets_render_from_the_json(tmp_path):
     assert "| training minutes per seed at most 30 | at most 31.0 (mean 28.0 over 3 training seeds) | not met |" in lines
 
 
+def test_the_header_names_each_configs_own_training_seeds():
+    """docs/results.md's header lists the report's training seeds and, beside them, those of
+    any config trained on others (`config_seeds`: the recipe's fresh seeds), read from its
+    units' run directories; a config on the first k default seeds and a fixed policy add
+    nothing."""
+    def units(*names):
+        return {"units": [{"unit": n} for n in names]}
+
+    fin = {"training_seeds": [21, 22, 23], "configs": {
+        "selfplay_cpu": units("runs/x/train/selfplay_cpu/seed_21", "runs/x/train/selfplay_cpu/seed_22",
+                              "runs/x/train/selfplay_cpu/seed_23"),
+        "short": units("runs/x/train/short/seed_21"), "belief_ev": units("belief_ev"),
+        "recipe_cpu": units("runs/x/train/recipe_cpu/seed_26", "runs/x/train/recipe_cpu/seed_27")}}
+    assert recipe.training_seeds_text(fin) == "training seeds 21, 22, 23 (`recipe_cpu`: 26, 27)"
+    del fin["configs"]["recipe_cpu"]
+    assert recipe.training_seeds_text(fin) == "training seeds 21, 22, 23"
+
+
 def test_a_config_without_curve_or_targets_renders_as_before(tmp_path, monkeypatch):
     """The final stage adds nothing to report.json or docs/results.md where the config
     names neither (the shipped config's report, the committed results)."""

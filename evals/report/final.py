@@ -55,7 +55,7 @@ from evals.lib.stats import holm, smallest_detectable_difference, unit_test
 from evals.report.ledger_notes import repeat_notes
 from evals.report.markdown import markdown_table
 from evals.report.recipe import (condition_tables, curve_section, play_recipe, pool_units, target_parts,
-                                 targets_section, untimed)
+                                 targets_section, training_seeds_text, untimed)
 
 CRITERION_LINE = re.compile(r"^Criterion: [0-9a-f]{40}$", re.M)
 ALPHA = 0.05
@@ -529,7 +529,7 @@ def render(rep: dict, cfg, criterion: dict, figures: dict | None = None, ledger:
              "edit by hand (docs/experiments/README.md, \"Reproducing docs/results.md\").", "",
              f"Criterion: {criterion['commit']}", "",
              f"Criterion file: `{criterion['path']}`. Held-out table seeds: {', '.join(map(str, fin['seeds']))}; "
-             f"training seeds {', '.join(map(str, fin['training_seeds']))}. Commit of the report: `{commit}`.", ""]
+             f"{training_seeds_text(fin)}. Commit of the report: `{commit}`.", ""]
     if not all(r.get("test") == TEST_NAME for r in fin["rankings"]):
         lines += ["Verdicts re-derived with the few-units test (Welch's t on the training-seed units, issue 41) from "
                   "the committed report.json, no game played again; the claims of the earlier version of this file "

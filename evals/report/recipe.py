@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,18 @@ def pool_units(fin: dict, label: str, condition: str | None = None) -> tuple[lis
     configs = fin["configs"] if condition is None else condition_tables(fin)[condition]
     units = configs[label]["units"]
     return [u["win_rate"] for u in units], units[0]["games"]
+
+
+def training_seeds_text(fin: dict) -> str:
+    """The header's "training seeds ...": the report's own, then each config whose runs
+    are of other seeds (``config_seeds``: the recipe's fresh ones), read from its units."""
+    default = [int(s) for s in fin["training_seeds"]]
+    own = []
+    for label, c in fin["configs"].items():
+        seeds = [int(m.group(1)) for u in c["units"] if (m := re.search(r"seed_(\d+)$", str(u["unit"])))]
+        if seeds and seeds != default[:len(seeds)]:
+            own.append(f"`{label}`: {', '.join(map(str, seeds))}")
+    return f"training seeds {', '.join(map(str, default))}" + (f" ({'; '.join(own)})" if own else "")
 
 
 def _three(x) -> str:
