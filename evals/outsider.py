@@ -16,7 +16,12 @@ in one seat (uniform) of ``--games`` tables whose other seats all play ``--oppon
 * ``targeted_at_outsider``: in the phase with three seats left, the outsider among
   them, the share of the copies' targeted main actions (coup, assassinate, steal) aimed
   at the outsider rather than at the other copy; 0.5 is no preference, and a share near
-  1 is a gang-up (``targeted_actions`` is how many there were).
+  1 is a gang-up (``targeted_actions`` is how many there were);
+* ``bluff_rate`` and ``challenge_rate`` of the outsider and of the copies (``outsider``,
+  ``copies``): bluffs per main-action decision with a legal bluff (a claim of a role the
+  hand lacks), challenges per decision where a challenge is legal, the arena's
+  definitions (`coupjax.seat_tables.count_stats`).  Seated as the outsider, a best
+  response's rates say how it beats the copies (bluffing copies that never challenge).
 
 It plays with `coupjax.rollout.play` and a tally, as `evals.reaction_rates` does.
 """
@@ -35,6 +40,7 @@ from coupjax.env import Env
 from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import PolicySpecError, resolve_policy
+from coupjax.policies.common import bluff_actions
 from coupjax.policies.spec import describe_spec
 from coupjax.seat_tables import INIT_STREAM, bucket_size, game_keys, pad_rows
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed
@@ -44,9 +50,10 @@ OUTSIDER, COPY = 0, 1  # policy indices of the runner
 
 
 def outsider_tally(num_players: int):
-    """A `coupjax.rollout.play` tally of int32[B, 2]: the copies' targeted main actions at
-    the outsider and at the other copy, while exactly three seats (the outsider one of
-    them) are left."""
+    """A `coupjax.rollout.play` tally of int32[B, 2 + 2 x 4]: the copies' targeted main
+    actions at the outsider and at the other copy, while exactly three seats (the outsider
+    one of them) are left; then for the outsider and for the copies, their bluff
+    opportunities, bluffs, challenge opportunities and challenges (`STAT_COLUMNS`)."""
     T = tables(num_players)
     offset, is_main = jnp.asarray(T.target_offset), jnp.asarray(T.is_main)
 
@@ -59,10 +66,20 @@ def outsider_tally(num_players: int):
         aimed = moved.served & is_main[a] & (offset[a] >= 0) & by_copy
         aimed = aimed & (alive.sum(-1) == 3) & alive[rows, outsider]
         at_outsider = (s.current_player + offset[a]) % num_players == outsider
-        add = jnp.stack([aimed & at_outsider, aimed & ~at_outsider], axis=-1)
+        bl = jax.vmap(lambda o, m: bluff_actions(o, m, num_players))(s.observation, s.legal_action_mask)
+        chal = s.legal_action_mask[:, T.challenge_id]
+        acts = [bl.any(axis=1), bl[rows, a], chal, chal & (a == T.challenge_id)]
+        stats = [moved.served & who & x for who in (~by_copy, by_copy) for x in acts]
+        add = jnp.stack([aimed & at_outsider, aimed & ~at_outsider, *stats], axis=-1)
         return counts + add.astype(jnp.int32)
 
     return tally
+
+
+def _rates(c) -> dict:
+    """bluff and challenge rates from (bluff opportunities, bluffs, challenge opportunities, challenges)."""
+    return {"bluff_rate": float(c[1] / c[0]) if c[0] else None, "bluff_opportunities": int(c[0]),
+            "challenge_rate": float(c[3] / c[2]) if c[2] else None, "challenge_opportunities": int(c[2])}
 
 
 def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk: int = 1000) -> dict:
@@ -75,7 +92,7 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
     def run(keys, seats):
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
         final, counts = rollout.play(players, state, keys, seats, tally=tally,
-                                     aux=jnp.zeros((keys.shape[0], 2), jnp.int32))
+                                     aux=jnp.zeros((keys.shape[0], 10), jnp.int32))
         return counts, jax.vmap(board.placements)(final.state), final.state.terminated
 
     rng = np.random.default_rng([int(seed), n, 2])
@@ -84,7 +101,7 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
     seats[np.arange(games), outsider_seat] = OUTSIDER
     keys = np.asarray(game_keys(seed, 0, games))
     size = bucket_size(min(chunk, games))
-    counts, rank = np.zeros(2, np.int64), []  # rank: the outsider's place, 0 the winner
+    counts, rank = np.zeros(10, np.int64), []  # rank: the outsider's place, 0 the winner
     for start in range(0, games, size):
         at = slice(start, min(start + size, games))
         real = at.stop - at.start
@@ -95,22 +112,28 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
         counts += np.asarray(c)[:real].sum(axis=0)
         rank.append(np.argmax(np.asarray(placements)[:real] == outsider_seat[at, None], axis=1))
     rank = np.concatenate(rank)
-    aimed = int(counts.sum())
+    aimed = int(counts[:2].sum())
     return {"wins": float((rank == 0).mean()),
             "placement": {**{f"out_{k + 1}{('st', 'nd', 'rd')[k] if k < 3 else 'th'}": float((rank == n - 1 - k).mean())
                              for k in range(n - 1)}, "won": float((rank == 0).mean())},
             "targeted_at_outsider": float(counts[0] / aimed) if aimed else None, "targeted_actions": aimed,
+            "outsider": _rates(counts[2:6]), "copies": _rates(counts[6:10]),
             "games": games, "seed": seed, "opponents": opponents}
+
+
+def _pair(rates: dict) -> str:
+    return " / ".join("-" if rates[k] is None else f"{rates[k]:.2f}" for k in ("bluff_rate", "challenge_rate"))
 
 
 def render(out: dict, title: str) -> Table:
     table = Table(title=title)
-    for col in ("policy", "wins", "out 1st / 2nd / 3rd", "copies aim at it (3 left)"):
+    for col in ("policy", "wins", "out 1st / 2nd / 3rd", "copies aim at it (3 left)", "bluffs / challenges",
+                "copies' bluffs / challenges"):
         table.add_column(col, justify="left" if col == "policy" else "right")
     for spec, r in out.items():
         place = " / ".join(f"{v:.2f}" for k, v in r["placement"].items() if k != "won")
         aim = "-" if r["targeted_at_outsider"] is None else f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,}"
-        table.add_row(spec, f"{r['wins']:.3f}", place, aim)
+        table.add_row(spec, f"{r['wins']:.3f}", place, aim, _pair(r["outsider"]), _pair(r["copies"]))
     return table
 
 

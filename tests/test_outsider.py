@@ -26,18 +26,31 @@ def _count(seats, actor_moves, eliminated=()):
     action = rules.action_id(actor_moves, 0, 4)
     moved = rollout.Moved(action=jnp.asarray([action], jnp.int32), logits=jnp.zeros((1, rules.num_actions(4))),
                           served=jnp.asarray([True]))
-    return np.asarray(outsider.outsider_tally(4)(jnp.zeros((1, 2), jnp.int32), before, moved))[0].tolist()
+    return np.asarray(outsider.outsider_tally(4)(jnp.zeros((1, 10), jnp.int32), before, moved))[0].tolist()
+
+
+def _aim(*args, **kwargs):
+    return _count(*args, **kwargs)[:2]
 
 
 def test_the_tally_counts_a_copys_aim_only_with_three_left():
     copies_and_outsider_at_2 = [1, 1, 0, 1]
-    assert _count(copies_and_outsider_at_2, "coup:2", eliminated=(3,)) == [1, 0]  # a copy aims at the outsider
-    assert _count(copies_and_outsider_at_2, "coup:1", eliminated=(3,)) == [0, 1]  # at the other copy
-    assert _count(copies_and_outsider_at_2, "steal:2", eliminated=(3,)) == [1, 0]
-    assert _count(copies_and_outsider_at_2, "tax", eliminated=(3,)) == [0, 0]  # aims at no one
-    assert _count(copies_and_outsider_at_2, "coup:2") == [0, 0]  # four left
-    assert _count(copies_and_outsider_at_2, "coup:2", eliminated=(2,)) == [0, 0]  # the outsider is out
-    assert _count([0, 1, 1, 1], "coup:2", eliminated=(3,)) == [0, 0]  # the outsider's own aim
+    assert _aim(copies_and_outsider_at_2, "coup:2", eliminated=(3,)) == [1, 0]  # a copy aims at the outsider
+    assert _aim(copies_and_outsider_at_2, "coup:1", eliminated=(3,)) == [0, 1]  # at the other copy
+    assert _aim(copies_and_outsider_at_2, "steal:2", eliminated=(3,)) == [1, 0]
+    assert _aim(copies_and_outsider_at_2, "tax", eliminated=(3,)) == [0, 0]  # aims at no one
+    assert _aim(copies_and_outsider_at_2, "coup:2") == [0, 0]  # four left
+    assert _aim(copies_and_outsider_at_2, "coup:2", eliminated=(2,)) == [0, 0]  # the outsider is out
+    assert _aim([0, 1, 1, 1], "coup:2", eliminated=(3,)) == [0, 0]  # the outsider's own aim
+
+
+def test_the_tally_counts_each_sides_bluffs_and_their_chances():
+    """Seat 0 holds captain and contessa: a tax is a bluff, a steal is not (both with a
+    bluff legal); the counts go to the outsider's columns or the copies' by who moved."""
+    chances_bluffs = {"tax": [1, 1, 0, 0], "steal:2": [1, 0, 0, 0], "income": [1, 0, 0, 0]}
+    for move, want in chances_bluffs.items():
+        assert _count([0, 1, 1, 1], move)[2:] == want + [0] * 4, move  # the outsider moved
+        assert _count([1, 1, 0, 1], move)[2:] == [0] * 4 + want, move  # a copy moved
 
 
 def test_a_policy_among_copies_of_itself_gets_its_fair_share(tmp_path):
@@ -48,6 +61,9 @@ def test_a_policy_among_copies_of_itself_gets_its_fair_share(tmp_path):
     assert 0.17 < out["wins"] < 0.33
     assert 0.4 < out["targeted_at_outsider"] < 0.6 and out["targeted_actions"] > 200
     assert abs(sum(out["placement"].values()) - 1.0) < 1e-9
+    for side in ("outsider", "copies"):  # uniform play bluffs and challenges at the same rates from any seat
+        assert 0.3 < out[side]["bluff_rate"] < 0.9 and 0.1 < out[side]["challenge_rate"] < 0.9
+    assert abs(out["outsider"]["bluff_rate"] - out["copies"]["bluff_rate"]) < 0.1
     assert json.loads((tmp_path / "o.json").read_text())["random"] == out
 
 
