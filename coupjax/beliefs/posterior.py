@@ -191,13 +191,17 @@ def _seat_log_weights(v: ObsView, params: PosteriorParams):
 class Messages(NamedTuple):
     """`_messages`' result: the seats' hidden counts ``z`` int32[n] (clipped to 0..2),
     the running sums ``total`` (``total[k]`` = H_k, int32[n]), the option log weights
-    ``optw`` f32[n, 15] (row 0 unused), and the forward and backward messages."""
+    ``optw`` f32[n, 15] (row 0 unused), the forward and backward messages, and the
+    backward pass's terms ``paths[k]`` f32[15, WIDTHS[k-1]]: the log weight of opponent
+    k taking option o from count vector i of step k-1 and of completing the deal from
+    there (``paths[0]`` is None), which the marginals and the sampler read again."""
 
     z: jax.Array
     total: jax.Array
     optw: jax.Array
     alpha: list
     beta: list
+    paths: list
 
 
 def _rest_log_weight(v: ObsView, total, k):
@@ -233,10 +237,11 @@ def _messages(v: ObsView, params, num_players) -> Messages:
     total = jnp.cumsum(z.at[0].set(0))
     hands = jnp.asarray(OPTION_HAND)[z]  # [n, 15]
     optw = jnp.where(hands >= 0, jnp.take_along_axis(logw, jnp.maximum(hands, 0), axis=1), -jnp.inf)
-    msgs = Messages(z, total, optw, [jnp.zeros(1, jnp.float32)], [None] * (m + 1))
+    msgs = Messages(z, total, optw, [jnp.zeros(1, jnp.float32)], [None] * (m + 1), [None] * (m + 1))
     msgs.beta[m] = _rest_log_weight(v, total[m], m)
     for k in range(m, 0, -1):
-        msgs.beta[k - 1] = logsumexp(optw[k][:, None] + _take(msgs.beta[k], _up_links(msgs, k)), axis=0)
+        msgs.paths[k] = optw[k][:, None] + _take(msgs.beta[k], _up_links(msgs, k))
+        msgs.beta[k - 1] = logsumexp(msgs.paths[k], axis=0)
     for k in range(1, m):
         down = jnp.asarray(SUM_DOWN[:, :, :, :WIDTHS[k]])[total[k], z[k]]
         msgs.alpha.append(logsumexp(optw[k][:, None] + _take(msgs.alpha[k - 1], down), axis=0))
@@ -261,8 +266,7 @@ def _hand_probs(v: ObsView, params, num_players):
     msgs = _messages(v, params, num_players)
     rows = [jax.nn.one_hot(_own_hand_index(v), NUM_HANDS, dtype=jnp.float32)]
     for k in range(1, num_players):
-        lm = logsumexp(msgs.alpha[k - 1][None, :] + msgs.optw[k][:, None]
-                       + _take(msgs.beta[k], _up_links(msgs, k)), axis=1)  # [15] options
+        lm = logsumexp(msgs.alpha[k - 1][None, :] + msgs.paths[k], axis=1)  # [15] options
         to_hand = jax.nn.one_hot(jnp.asarray(OPTION_HAND)[msgs.z[k]], NUM_HANDS, dtype=jnp.float32)  # -1: a zero row
         rows.append(_normalise(lm) @ to_hand)
     return jnp.stack(rows), jnp.isfinite(msgs.beta[0][0])
@@ -371,7 +375,7 @@ def sample_worlds(key, obs, num_players: int, num_worlds: int, params: Posterior
         for s in range(1, n):
             up_col = _up_links(msgs, s)[:, state]  # [15] options
             hands = jnp.asarray(OPTION_HAND)[msgs.z[s]]
-            logits = msgs.optw[s] + _take(msgs.beta[s], up_col)
+            logits = msgs.paths[s][:, state]
             # Gumbel-max with each hand's own noise u[hand]: the draw of the 21-hand version
             o = jnp.argmax(logits - jnp.log(-jnp.log(u[s - 1, jnp.maximum(hands, 0)])))
             h, state = jnp.maximum(hands[o], 0), jnp.maximum(up_col[o], 0)
