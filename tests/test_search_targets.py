@@ -59,6 +59,7 @@ def test_random_positions_reach_claims_that_are_false_for_sure(setup):
     flagged = np.asarray(facing_impossible_claim(states, n))
     ruled_out = np.asarray(jax.jit(jax.vmap(lambda o: _claim_ruled_out(o, n)))(states.observation))
     assert flagged.sum() >= 3 and ruled_out[flagged].all(), (flagged.sum(), ruled_out[flagged])
+    assert not flagged[~live].any()  # a finished game faces no claim (they once were a sixth of the pool)
 
 
 def test_the_search_targets_read_only_the_seat_to_moves_view(setup):

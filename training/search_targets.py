@@ -38,9 +38,11 @@ current network's rollouts.
 that face a claim the seat's own view rules out (every copy of the role visible to it, or
 a bluff caught and claimed again: `facing_impossible_claim`), from a pool of random
 positions large enough to hold them (``search_target_impossible_pool`` per such decision
-wanted; a decision not found is not searched).  A sixth of the pool's positions face one
-(2,820 of 16,384), so 16 per decision wanted falls short with probability 6e-8 per update
-(binomial), where 64 cost 41 ms of a recipe update's 379 in random play.  Searched among
+wanted; a decision not found is not searched).  2.9% of the pool's positions face one
+(476 of 16,384, four keys), so 64 per decision wanted falls short of the recipe's 16 with
+probability 0.002 per update (binomial; 29.8 found on average).  A pool of 16 per decision
+(5f6295f, which counted finished games among them: 2,820 of 16,384) found 7.4 on average.
+Searched among
 all random-play decisions, they were too rare for a network to learn that such a claim is
 a free card: with this at 0, every recipe network missed some of the scenario benchmark's
 impossible action claims (training seed 21 all four, seed 25 ``impossible_assassination``
@@ -104,7 +106,7 @@ def facing_impossible_claim(states, num_players: int):
         caught = v.disproven[jnp.clip(claimant, 0, num_players - 1), role]
         return has_claim & (claimant > 0) & (seen_all | caught)
 
-    may_challenge = states.legal_action_mask[:, tables(num_players).challenge_id]
+    may_challenge = states.legal_action_mask[:, tables(num_players).challenge_id] & ~states.terminated
     return may_challenge & jax.vmap(one)(states.observation)
 
 
