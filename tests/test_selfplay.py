@@ -412,30 +412,6 @@ def test_the_update_reads_the_posterior_features_of_its_own_rows():
     assert abs(float(wrong) - float(cached)) > 1e-4
 
 
-def test_bluffing_snapshots_bluff_where_the_network_would_not():
-    """With ``bluffing_snapshots`` the first snapshot members add ``bluff_bias`` to the logits
-    of their bluffs (legal main actions claiming a role their hand lacks), so at a bias of 30
-    they bluff at nearly every chance, while the current network's seats, with the same
-    parameters at initialisation, keep its own rate."""
-    from coupjax.policies.common import bluff_actions
-
-    cfg = dict(TINY, num_seeds=1, num_envs=64, rollout_steps=16, self_weight=0.0, snapshot_weight=1.0,
-               bluffing_snapshots=2, bluff_bias=30.0)
-    setup = make_train(config_from_dict(cfg))
-    rs = jax.tree.map(lambda x: x[0], setup.init(jax.random.PRNGKey(4)))
-    _, rec, batch = jax.jit(setup.collect)(rs, jax.random.PRNGKey(5))
-    n = setup.env.num_players
-    bluffs = np.asarray(jax.vmap(lambda o, m: bluff_actions(o, m, n))(batch.obs, batch.mask))
-    can = bluffs.any(axis=1) & np.asarray(rec.stepped).reshape(-1)
-    did = bluffs[np.arange(len(bluffs)), np.asarray(batch.action)]
-    learner = np.asarray(batch.learner)
-    snap_rate, own_rate = did[can & ~learner].mean(), did[can & learner].mean()
-    assert (can & ~learner).sum() > 50 and (can & learner).sum() > 20
-    assert snap_rate > 0.97 and own_rate < 0.8, (snap_rate, own_rate)
-    with pytest.raises(ConfigError, match="bluffing_snapshots"):
-        config_from_dict(dict(TINY, bluffing_snapshots=3))
-
-
 def test_the_policy_losses_leave_the_belief_it_reads_alone(reading):
     """The stop-gradient: a loss on the policy's logits has no gradient on the belief's
     parameters; the belief's loss has one (it is what trains them)."""

@@ -166,8 +166,6 @@ class SelfPlayConfig:
     snapshot_weight: float = key(0.2, UNIT)  # share played by past snapshots, uniform over the filled ones
     num_snapshots: int = key(4, POSITIVE)  # snapshots kept (a ring)
     snapshot_every: int = key(25, POSITIVE)  # updates between two snapshots
-    bluffing_snapshots: int = key(0, NONNEGATIVE)  # the first k snapshots play with bluff_bias on their bluffs
-    bluff_bias: float = key(3.0, NONNEGATIVE)  # logit added to each legal main action claiming a role the hand lacks
     table_concentration: float = key(0.0, NONNEGATIVE)  # 0: seats iid from the weights; c > 0: a Dirichlet(c w) mix per table
     pool_margin: float = key(0.0, NONNEGATIVE)  # 0: each pool policy runs on every game; z > 0: on its share + z sigma (league doc)
     # --- PPO with a magnet (reverse KL to an EMA of the policy)
@@ -327,9 +325,6 @@ def _check_cross(cfg) -> None:
         if (cfg.num_envs * cfg.rollout_steps) % cfg.num_minibatches:
             _fail(f"config key 'num_minibatches' ({cfg.num_minibatches}) must divide num_envs x rollout_steps "
                   f"({cfg.num_envs * cfg.rollout_steps})")
-        if cfg.bluffing_snapshots > cfg.num_snapshots:
-            _fail(f"config key 'bluffing_snapshots' ({cfg.bluffing_snapshots}) must not exceed num_snapshots "
-                  f"({cfg.num_snapshots})")
         if cfg.export_seed >= cfg.num_seeds:
             _fail(f"config key 'export_seed' ({cfg.export_seed}) must be below num_seeds ({cfg.num_seeds})")
         if cfg.policy_reads_belief and not cfg.belief_hidden_sizes:

@@ -79,7 +79,6 @@ from coupjax.devices import data_mesh, shard
 from coupjax.env import Env
 from coupjax.networks import (MLP, PolicyReadingBelief, PolicyReadingPosterior, PolicyWithBelief, init_params,
                               posterior_features)
-from coupjax.policies.common import bluff_actions
 from training.config import SelfPlayConfig, config_to_dict, resolve_pool
 from training.league import League, Tables, masked_log_softmax, member_label
 from training.search_targets import cross_entropy, make_search_targets, random_positions
@@ -331,8 +330,6 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
     # (`League.play`'s inputs, shared by the current network and its snapshots), then read from the
     # record by the magnet and every epoch's minibatches
     policy_inputs = (lambda obs: posterior_features(obs, n)) if cfg.policy_reads_posterior else None
-    bluffs_of = jnp.vectorize(lambda obs, mask: bluff_actions(obs, mask, n).astype(jnp.float32),
-                              signature="(o),(a)->(a)")  # `bluffing_snapshots`, on one game or a batch
 
     def policy_logits(p, obs, inputs=None):
         if cfg.policy_reads_posterior:
@@ -394,14 +391,10 @@ def make_train(cfg: SelfPlayConfig, devices=None) -> SelfPlaySetup:
         log-probability of the action taken, its value and its advantage at every step
         (its own seats' decisions only count)."""
 
-        def net(params, bias=0.0):
-            if not bias:
-                return lambda k, s, *inputs: policy_logits(params, s.observation, *inputs)
-            return lambda k, s, *inputs: (policy_logits(params, s.observation, *inputs)
-                                          + bias * bluffs_of(s.observation, s.legal_action_mask))
+        def net(params):
+            return lambda k, s, *inputs: policy_logits(params, s.observation, *inputs)
 
-        snaps = [net(jax.tree.map(lambda x: x[k], rs.snapshots), cfg.bluff_bias if k < cfg.bluffing_snapshots else 0.0)
-                 for k in range(K)]
+        snaps = [net(jax.tree.map(lambda x: x[k], rs.snapshots)) for k in range(K)]
         values_of = lambda s: value_net.apply({"params": rs.params["value"]}, s.observation)[:, 0]  # noqa: E731
         inputs = None if policy_inputs is None else (lambda s: policy_inputs(s.observation))
         tables, rec, values = league.play(rs.tables, jax.random.split(key, T), net(rs.params["policy"]), snaps,
