@@ -104,10 +104,7 @@ def position_player(env):
         ev = last_event(s)
         return ((ev.phase == rules.PH_LOSE) | (ev.phase == rules.PH_EXCHANGE)) & (ev.seat != s.current_player)
 
-    def sample(ka, logits):  # a served game's logits are finite exactly where legal
-        return jax.vmap(_uniform_legal)(ka, jnp.isfinite(logits))
-
-    players = rollout.Players(env, (rollout.uniform_logits,), sample=sample)
+    players = _uniform_players(env)
 
     @jax.jit
     def play(key, limit, after_private):
@@ -130,6 +127,38 @@ def position_player(env):
         return jax.lax.while_loop(lambda c: live(c[0]).any(), body, first)[0].state
 
     return play
+
+
+def _uniform_players(env):
+    """The rollout players of uniformly random legal play."""
+    def sample(ka, logits):  # a served game's logits are finite exactly where legal
+        return jax.vmap(_uniform_legal)(ka, jnp.isfinite(logits))
+
+    return rollout.Players(env, (rollout.uniform_logits,), sample=sample)
+
+
+def trajectory_positions(env, key, games: int, decisions: int):
+    """Every position of ``games`` games of uniformly random legal moves, after 0, 1, ..,
+    ``decisions`` decisions: one batched state of ``(decisions + 1) * games``, step-major
+    (position ``t * games + g`` is game g after t decisions; a game that ended stays
+    ended).  Each position is distributed as `position_player`'s with a limit of t, so a
+    uniform pick among them is one of its positions at a uniform limit, at a
+    ``decisions + 1``-th of the play (the positions of one game are not independent).
+    Jittable; ``games`` and ``decisions`` static."""
+    players = _uniform_players(env)
+    k0, k = jax.vmap(jax.random.split)(jax.random.split(key, games)).transpose(1, 0, 2)
+    first = rollout.start(jax.vmap(env.init)(k0), jnp.zeros((games, env.num_players), jnp.int32))
+
+    def body(carry, _):  # each game splits its own key at each of its steps, as `position_player`
+        tables, k = carry
+        lv = ~tables.state.terminated
+        new = jax.vmap(lambda kk: jax.random.split(kk, 3))(k)
+        tables, _ = rollout.step(players, tables, rollout.StepKeys(new[:, 2], new[:, 1], new[:, 2]), lv)
+        return (tables, jnp.where(lv[:, None], new[:, 0], k)), tables.state
+
+    _, later = jax.lax.scan(body, (first, k), None, length=decisions)
+    steps = jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), first.state, later)
+    return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), steps)
 
 
 def sample_positions(env, num_states: int = 256, seed: int = 0, max_decisions: int = 40):

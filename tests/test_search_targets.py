@@ -15,7 +15,7 @@ from training.config import ConfigError, config_from_dict
 from training.league import masked_log_softmax
 from coupjax.observation import parse
 from training.search_targets import (SearchTargets, cross_entropy, facing_impossible_claim, make_search_targets,
-                                     pick_decisions, random_positions)
+                                     RANDOM_DECISIONS, pick_decisions, random_positions)
 from training.selfplay import make_train
 
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -60,6 +60,28 @@ def test_random_positions_reach_claims_that_are_false_for_sure(setup):
     ruled_out = np.asarray(jax.jit(jax.vmap(lambda o: _claim_ruled_out(o, n)))(states.observation))
     assert flagged.sum() >= 3 and ruled_out[flagged].all(), (flagged.sum(), ruled_out[flagged])
     assert not flagged[~live].any()  # a finished game faces no claim (they once were a sixth of the pool)
+
+
+def test_trajectory_positions_are_positions_of_random_play(setup):
+    """`coupjax.testing.trajectory_positions`, the teacher's pool: every position along G
+    random games, step-major; step 0 is the deal, a finished game stays finished, and the
+    share facing an impossible claim is that of `random_positions` (games stopped once at a
+    uniform decision), 2.9% in 16,384 of those."""
+    from coupjax.testing import trajectory_positions
+
+    env, n, G, D = setup.env, setup.env.num_players, 200, RANDOM_DECISIONS
+    pool = jax.jit(lambda k: trajectory_positions(env, k, G, D))(jax.random.PRNGKey(8))
+    assert pool.current_player.shape == ((D + 1) * G,)
+    done = np.asarray(pool.terminated).reshape(D + 1, G)
+    assert not done[0].any() and (np.diff(done.astype(int), axis=0) >= 0).all() and done[-1].any()
+    assert (np.asarray(board.hidden_counts(jax.tree.map(lambda x: x[:G], pool))) == 2).all()
+    once = jax.jit(lambda k: random_positions(env, k, (D + 1) * G))(jax.random.PRNGKey(9))
+
+    def share(states):
+        eligible = (np.asarray(states.legal_action_mask).sum(-1) > 1) & ~np.asarray(states.terminated)
+        return np.asarray(facing_impossible_claim(states, n))[eligible].mean()
+
+    assert abs(share(pool) - share(once)) < 0.015, (share(pool), share(once))
 
 
 def test_the_search_targets_read_only_the_seat_to_moves_view(setup):

@@ -201,7 +201,7 @@ class SelfPlayConfig:
     search_target_margin: float = key(0.0, NONNEGATIVE)  # a decision counts only where its best value leads by this
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     search_target_impossible_share: float = key(0.0, UNIT)  # share of the random ones facing a claim ruled out
-    search_target_impossible_pool: int = key(64, POSITIVE)  # random positions played per such decision wanted
+    search_target_impossible_pool: int = key(128, POSITIVE)  # random positions played per such decision wanted
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)
     num_chunks: int = key(10, POSITIVE)
