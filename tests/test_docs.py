@@ -321,12 +321,29 @@ def _benchmark_figures():
 
     teach = ROOT / "docs" / "experiments" / "2026-12-05-teacher"
     yield "experiments/2026-12-05-teacher.md", _teacher_page_figures(teach)
+    bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
+    yield "experiments/2026-12-05-bluffing-snapshots.md", (
+        [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
+        + [row for p in sorted(bluff.glob("*_vs_*.json")) for row in _outsider_rows(bluff, p.stem)]
+        + [_compare_cell(bluff, p.stem) for p in sorted(bluff.glob("*_cmp_*.json"))]
+        + [_ppo_cell(bluff, p.stem) for p in sorted(bluff.glob("*_ppo_s?.json"))]
+        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+           for p in sorted(bluff.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
 
 
 def _outsider_rows(folder, name):
     """An `evals.outsider` JSON's rows as a page quotes them: wins, places out, aim."""
     return [f"| {r['wins']:.3f} | {' / '.join(f'{v:.2f}' for k, v in r['placement'].items() if k != 'won')} | "
             f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,} |"
+            for r in json.loads((folder / f"{name}.json").read_text()).values()]
+
+
+def _outsider_rate_rows(folder, name):
+    """An `evals.outsider` JSON's rows with each side's bluff and challenge rates."""
+    def pair(r):
+        return " / ".join("-" if r[k] is None else f"{r[k]:.2f}" for k in ("bluff_rate", "challenge_rate"))
+    return [f"| {r['wins']:.3f} | {' / '.join(f'{v:.2f}' for k, v in r['placement'].items() if k != 'won')} | "
+            f"{r['targeted_at_outsider']:.2f} of {r['targeted_actions']:,} | {pair(r['outsider'])} | {pair(r['copies'])} |"
             for r in json.loads((folder / f"{name}.json").read_text()).values()]
 
 
