@@ -321,6 +321,11 @@ def _benchmark_figures():
 
     teach = ROOT / "docs" / "experiments" / "2026-12-05-teacher"
     yield "experiments/2026-12-05-teacher.md", _teacher_page_figures(teach)
+    cost = ROOT / "docs" / "experiments" / "2026-12-05-update-cost"
+    yield "experiments/2026-12-05-update-cost.md", [
+        f"| {1000 * r['seconds_per_update']:.1f} | {r['env_steps_per_s']:,.0f} | {r['cpu_ratio']:.2f} |"
+        for name in ("profile_recipe_pool.txt", "profile_recipe_trajectories.txt")
+        for r in json.loads((cost / name).read_text().strip().splitlines()[-2])["shapes"]]
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
     yield "experiments/2026-12-05-bluffing-snapshots.md", (
         [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
