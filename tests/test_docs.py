@@ -325,7 +325,12 @@ def _benchmark_figures():
     yield "experiments/2026-12-05-update-cost.md", [
         f"| {1000 * r['seconds_per_update']:.1f} | {r['env_steps_per_s']:,.0f} | {r['cpu_ratio']:.2f} |"
         for name in ("profile_recipe_pool.txt", "profile_recipe_trajectories.txt")
-        for r in json.loads((cost / name).read_text().strip().splitlines()[-2])["shapes"]]
+        for r in json.loads((cost / name).read_text().strip().splitlines()[-2])["shapes"]] + (
+        [row for p in sorted(cost.glob("*_vs_*.json")) for row in _outsider_rows(cost, p.stem)]
+        + [_compare_cell(cost, p.stem) for p in sorted(cost.glob("*_cmp_*.json"))]
+        + [_ppo_cell(cost, p.stem) for p in sorted(cost.glob("*_ppo_s?.json"))]
+        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+           for p in sorted(cost.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
     yield "experiments/2026-12-05-bluffing-snapshots.md", (
         [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
