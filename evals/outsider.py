@@ -19,8 +19,8 @@ in one seat (uniform) of ``--games`` tables whose other seats all play ``--oppon
   1 is a gang-up (``targeted_actions`` is how many there were);
 * ``bluff_rate`` and ``challenge_rate`` of the outsider and of the copies (``outsider``,
   ``copies``): bluffs per main-action decision with a legal bluff (a claim of a role the
-  hand lacks), challenges per decision where a challenge is legal, the arena's
-  definitions (`coupjax.seat_tables.count_stats`).  Seated as the outsider, a best
+  hand lacks), challenges per decision where a challenge is legal, counted by the arena's
+  tally (`coupjax.seat_tables.count_stats`).  Seated as the outsider, a best
   response's rates say how it beats the copies (bluffing copies that never challenge).
 
 It plays with `coupjax.rollout.play` and a tally, as `evals.reaction_rates` does.
@@ -40,9 +40,8 @@ from coupjax.env import Env
 from coupjax.game import board
 from coupjax.game.tables import tables
 from coupjax.policies import PolicySpecError, resolve_policy
-from coupjax.policies.common import bluff_actions
 from coupjax.policies.spec import describe_spec
-from coupjax.seat_tables import INIT_STREAM, bucket_size, game_keys, pad_rows
+from coupjax.seat_tables import INIT_STREAM, bucket_size, count_stats, game_keys, new_stats, pad_rows
 from coupjax.seeds import REPORT_SEED, SeedError, check_report_seed
 
 PROG = "python -m evals.outsider"
@@ -50,14 +49,16 @@ OUTSIDER, COPY = 0, 1  # policy indices of the runner
 
 
 def outsider_tally(num_players: int):
-    """A `coupjax.rollout.play` tally of int32[B, 2 + 2 x 4]: the copies' targeted main
-    actions at the outsider and at the other copy, while exactly three seats (the outsider
-    one of them) are left; then for the outsider and for the copies, their bluff
-    opportunities, bluffs, challenge opportunities and challenges (`STAT_COLUMNS`)."""
+    """A `coupjax.rollout.play` tally of (int32[B, 2], `coupjax.seat_tables.count_stats`'
+    per game and seat stats): the copies' targeted main actions at the outsider and at the
+    other copy, while exactly three seats (the outsider one of them) are left, and each
+    seat's decisions, bluffs and challenges with their chances, as the arena counts them."""
     T = tables(num_players)
     offset, is_main = jnp.asarray(T.target_offset), jnp.asarray(T.is_main)
+    seat_stats = count_stats(T, num_players)
 
-    def tally(counts, tables_before, moved):
+    def tally(carry, tables_before, moved):
+        counts, stats = carry
         s, a = tables_before.state, moved.action
         rows = jnp.arange(a.shape[0])
         outsider = jnp.argmax(tables_before.seats == OUTSIDER, axis=1)
@@ -66,20 +67,28 @@ def outsider_tally(num_players: int):
         aimed = moved.served & is_main[a] & (offset[a] >= 0) & by_copy
         aimed = aimed & (alive.sum(-1) == 3) & alive[rows, outsider]
         at_outsider = (s.current_player + offset[a]) % num_players == outsider
-        bl = jax.vmap(lambda o, m: bluff_actions(o, m, num_players))(s.observation, s.legal_action_mask)
-        chal = s.legal_action_mask[:, T.challenge_id]
-        acts = [bl.any(axis=1), bl[rows, a], chal, chal & (a == T.challenge_id)]
-        stats = [moved.served & who & x for who in (~by_copy, by_copy) for x in acts]
-        add = jnp.stack([aimed & at_outsider, aimed & ~at_outsider, *stats], axis=-1)
-        return counts + add.astype(jnp.int32)
+        add = jnp.stack([aimed & at_outsider, aimed & ~at_outsider], axis=-1)
+        return counts + add.astype(jnp.int32), seat_stats(stats, tables_before, moved)
 
     return tally
 
 
-def _rates(c) -> dict:
-    """bluff and challenge rates from (bluff opportunities, bluffs, challenge opportunities, challenges)."""
-    return {"bluff_rate": float(c[1] / c[0]) if c[0] else None, "bluff_opportunities": int(c[0]),
-            "challenge_rate": float(c[3] / c[2]) if c[2] else None, "challenge_opportunities": int(c[2])}
+RATE_STATS = ("bluff_opportunities", "bluffs", "challenge_opportunities", "challenges")
+
+
+def side_stats(stats: dict, seats) -> tuple[dict, dict]:
+    """`RATE_STATS` summed over the outsider's seat and over the copies' (``seats`` [B, n])."""
+    outsider = np.asarray(seats) == OUTSIDER
+    return ({k: int(np.asarray(stats[k])[outsider].sum()) for k in RATE_STATS},
+            {k: int(np.asarray(stats[k])[~outsider].sum()) for k in RATE_STATS})
+
+
+def _rates(c: dict) -> dict:
+    """bluff and challenge rates from a side's `RATE_STATS`."""
+    return {"bluff_rate": c["bluffs"] / c["bluff_opportunities"] if c["bluff_opportunities"] else None,
+            "bluff_opportunities": c["bluff_opportunities"],
+            "challenge_rate": c["challenges"] / c["challenge_opportunities"] if c["challenge_opportunities"] else None,
+            "challenge_opportunities": c["challenge_opportunities"]}
 
 
 def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk: int = 1000) -> dict:
@@ -91,9 +100,9 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
     @jax.jit
     def run(keys, seats):
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
-        final, counts = rollout.play(players, state, keys, seats, tally=tally,
-                                     aux=jnp.zeros((keys.shape[0], 10), jnp.int32))
-        return counts, jax.vmap(board.placements)(final.state), final.state.terminated
+        final, (counts, stats) = rollout.play(players, state, keys, seats, tally=tally,
+                                              aux=(jnp.zeros((keys.shape[0], 2), jnp.int32), new_stats(keys.shape[0], n)))
+        return counts, stats, jax.vmap(board.placements)(final.state), final.state.terminated
 
     rng = np.random.default_rng([int(seed), n, 2])
     outsider_seat = rng.integers(0, n, games)
@@ -101,23 +110,27 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
     seats[np.arange(games), outsider_seat] = OUTSIDER
     keys = np.asarray(game_keys(seed, 0, games))
     size = bucket_size(min(chunk, games))
-    counts, rank = np.zeros(10, np.int64), []  # rank: the outsider's place, 0 the winner
+    counts, rank = np.zeros(2, np.int64), []  # rank: the outsider's place, 0 the winner
+    sides = [dict.fromkeys(RATE_STATS, 0), dict.fromkeys(RATE_STATS, 0)]  # the outsider's, the copies'
     for start in range(0, games, size):
         at = slice(start, min(start + size, games))
         real = at.stop - at.start
-        c, placements, done = jax.device_get(run(jnp.asarray(pad_rows(keys[at], size)),
+        c, stats, placements, done = jax.device_get(run(jnp.asarray(pad_rows(keys[at], size)),
                                                     jnp.asarray(pad_rows(seats[at], size))))
         if not np.asarray(done)[:real].all():
             raise RuntimeError("a game did not finish within the arena's step bound")
         counts += np.asarray(c)[:real].sum(axis=0)
+        for side, add in zip(sides, side_stats({k: v[:real] for k, v in stats.items()}, seats[at])):
+            for k in RATE_STATS:
+                side[k] += add[k]
         rank.append(np.argmax(np.asarray(placements)[:real] == outsider_seat[at, None], axis=1))
     rank = np.concatenate(rank)
-    aimed = int(counts[:2].sum())
+    aimed = int(counts.sum())
     return {"wins": float((rank == 0).mean()),
             "placement": {**{f"out_{k + 1}{('st', 'nd', 'rd')[k] if k < 3 else 'th'}": float((rank == n - 1 - k).mean())
                              for k in range(n - 1)}, "won": float((rank == 0).mean())},
             "targeted_at_outsider": float(counts[0] / aimed) if aimed else None, "targeted_actions": aimed,
-            "outsider": _rates(counts[2:6]), "copies": _rates(counts[6:10]),
+            "outsider": _rates(sides[0]), "copies": _rates(sides[1]),
             "games": games, "seed": seed, "opponents": opponents}
 
 

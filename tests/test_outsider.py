@@ -10,6 +10,7 @@ import pytest
 
 from coupjax import rollout, rules
 from coupjax.match import Match
+from coupjax.seat_tables import new_stats
 from evals import outsider
 
 
@@ -26,7 +27,9 @@ def _count(seats, actor_moves, eliminated=()):
     action = rules.action_id(actor_moves, 0, 4)
     moved = rollout.Moved(action=jnp.asarray([action], jnp.int32), logits=jnp.zeros((1, rules.num_actions(4))),
                           served=jnp.asarray([True]))
-    return np.asarray(outsider.outsider_tally(4)(jnp.zeros((1, 10), jnp.int32), before, moved))[0].tolist()
+    aim, stats = outsider.outsider_tally(4)((jnp.zeros((1, 2), jnp.int32), new_stats(1, 4)), before, moved)
+    sides = outsider.side_stats(jax.device_get(stats), np.asarray([seats]))
+    return np.asarray(aim)[0].tolist() + [side[k] for side in sides for k in outsider.RATE_STATS]
 
 
 def _aim(*args, **kwargs):
