@@ -331,6 +331,14 @@ def _benchmark_figures():
         + [_ppo_cell(cost, p.stem) for p in sorted(cost.glob("*_ppo_s?.json"))]
         + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
            for p in sorted(cost.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+    league = ROOT / "docs" / "experiments" / "2026-12-05-exploiter-in-league"
+    yield "experiments/2026-12-05-exploiter-in-league.md", (
+        [row for p in sorted(league.glob("*_vs_*.json")) for row in _outsider_rows(league, p.stem)]
+        + [row for p in sorted(league.glob("*_outsider.json")) for row in _outsider_rate_rows(league, p.stem)]
+        + [_compare_cell(league, p.stem) for p in sorted(league.glob("*_cmp_*.json"))]
+        + [_ppo_cell(league, p.stem) for p in sorted(league.glob("*_ppo_s?.json"))]
+        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+           for p in sorted(league.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
     yield "experiments/2026-12-05-bluffing-snapshots.md", (
         [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
