@@ -339,6 +339,15 @@ def _benchmark_figures():
         + [_ppo_cell(league, p.stem) for p in sorted(league.glob("*_ppo_s?.json"))]
         + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
            for p in sorted(league.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+    trust = ROOT / "docs" / "experiments" / "2026-12-05-teacher-claim-trust"
+    yield "experiments/2026-12-05-teacher-claim-trust.md", (
+        [row for p in sorted(trust.glob("*_vs_*.json")) for row in _outsider_rows(trust, p.stem)]
+        + [row for p in sorted(trust.glob("*_outsider.json")) for row in _outsider_rate_rows(trust, p.stem)]
+        + [_compare_cell(trust, p.stem) for p in sorted(trust.glob("*_cmp_*.json"))]
+        + [_ppo_cell(trust, p.stem) for p in sorted(trust.glob("*_ppo_s?.json"))]
+        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+           for p in sorted(trust.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()]
+        + _teacher_challenge_figures(trust))
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
     yield "experiments/2026-12-05-bluffing-snapshots.md", (
         [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
@@ -347,6 +356,22 @@ def _benchmark_figures():
         + [_ppo_cell(bluff, p.stem) for p in sorted(bluff.glob("*_ppo_s?.json"))]
         + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
            for p in sorted(bluff.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+
+
+def _teacher_challenge_figures(folder):
+    """The teacher-beside-network table of docs/experiments/2026-12-05-teacher-claim-trust.md,
+    from its `teacher_challenge.py` JSON files."""
+    rows = {t: json.loads((folder / f"head26_teacher_{t}.json").read_text())["rows"] for t in ("0.98", "0.5")}
+    learned = json.loads((folder / "T22_teacher_0.5.json").read_text())["rows"]["all"]
+    labels = {"all": "all", "action aimed at the seat": "an action aimed at the seat",
+              "action aimed elsewhere": "an action aimed elsewhere", "answering a block": "answering a block"}
+    figures = [f"| {label} ({rows['0.98'][key]['decisions']}) | {rows['0.98'][key]['claims_true']:.2f} | "
+               + " | ".join([f"{rows['0.98'][key]['teacher_challenge']:.3f}", f"{rows['0.98'][key]['value_gap']:+.3f}",
+                             f"{rows['0.98'][key]['network_challenge']:.3f}", f"{rows['0.5'][key]['teacher_challenge']:.3f}",
+                             f"{rows['0.5'][key]['value_gap']:+.3f}"]) + " |"
+               for key, label in labels.items()]
+    return figures + [f"challenges {learned['network_challenge']:.3f} of the time, its teacher "
+                      f"{learned['teacher_challenge']:.3f}"]
 
 
 def _outsider_rows(folder, name):
