@@ -198,7 +198,6 @@ class SelfPlayConfig:
     # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the
     # scripted bots' mix as the registered search policies do (scored by the search's heuristic value)
     search_target_rollout_policy: str = key("network", ("network", "scripted_mix"))
-    search_target_claim_trust: float = key(0.98, Range(0.5, 0.99))  # teacher's worlds: P(claim | claimant holds it)
     search_target_margin: float = key(0.0, NONNEGATIVE)  # a decision counts only where its best value leads by this
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     search_target_impossible_share: float = key(0.0, UNIT)  # share of the random ones facing a claim ruled out

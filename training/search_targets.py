@@ -63,7 +63,6 @@ import jax.numpy as jnp
 from flax import struct
 
 from coupjax import rules
-from coupjax.beliefs.posterior import PosteriorParams
 from coupjax.game.tables import tables
 from coupjax.observation import parse
 from coupjax.search.policy import make_batched_decider
@@ -142,12 +141,6 @@ def teacher_lanes(cfg) -> int:
                * int(cfg.search_target_rollouts_per_world) * MEAN_LEGAL_ACTIONS)
 
 
-def claim_likelihoods(trust: float) -> PosteriorParams:
-    """The teacher's claim likelihoods: a counted claim (action or block) has probability
-    ``trust`` where the claimant holds the role and ``1 - trust`` where it does not."""
-    return PosteriorParams(trust, round(1.0 - trust, 6), trust, round(1.0 - trust, 6))
-
-
 def teacher(env, cfg, net: Callable, value: Callable):
     """The batched search that makes the targets (``decide(keys [M], states [M]) ->
     (log-probabilities [M, A], results)``): the regularised search of `SELFPLAY_CONFIG`
@@ -161,8 +154,7 @@ def teacher(env, cfg, net: Callable, value: Callable):
         tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
         max_rollout_steps=cfg.search_target_rollout_steps,
         rollouts_per_world=int(cfg.search_target_rollouts_per_world),
-        cut_value=None if scripted else value_cut(env, value), lanes=teacher_lanes(cfg),
-        posterior=claim_likelihoods(cfg.search_target_claim_trust))
+        cut_value=None if scripted else value_cut(env, value), lanes=teacher_lanes(cfg))
     return make_batched_decider(env, "regularized", config)
 
 
