@@ -325,37 +325,25 @@ def _benchmark_figures():
     yield "experiments/2026-12-05-update-cost.md", [
         f"| {1000 * r['seconds_per_update']:.1f} | {r['env_steps_per_s']:,.0f} | {r['cpu_ratio']:.2f} |"
         for name in ("profile_recipe_pool.txt", "profile_recipe_trajectories.txt")
-        for r in json.loads((cost / name).read_text().strip().splitlines()[-2])["shapes"]] + (
-        [row for p in sorted(cost.glob("*_vs_*.json")) for row in _outsider_rows(cost, p.stem)]
-        + [_compare_cell(cost, p.stem) for p in sorted(cost.glob("*_cmp_*.json"))]
-        + [_ppo_cell(cost, p.stem) for p in sorted(cost.glob("*_ppo_s?.json"))]
-        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
-           for p in sorted(cost.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+        for r in json.loads((cost / name).read_text().strip().splitlines()[-2])["shapes"]] + _variant_page_figures(cost)
     league = ROOT / "docs" / "experiments" / "2026-12-05-exploiter-in-league"
-    yield "experiments/2026-12-05-exploiter-in-league.md", (
-        [row for p in sorted(league.glob("*_vs_*.json")) for row in _outsider_rows(league, p.stem)]
-        + [row for p in sorted(league.glob("*_outsider.json")) for row in _outsider_rate_rows(league, p.stem)]
-        + [_compare_cell(league, p.stem) for p in sorted(league.glob("*_cmp_*.json"))]
-        + [_ppo_cell(league, p.stem) for p in sorted(league.glob("*_ppo_s?.json"))]
-        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
-           for p in sorted(league.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+    yield "experiments/2026-12-05-exploiter-in-league.md", _variant_page_figures(league)
     trust = ROOT / "docs" / "experiments" / "2026-12-05-teacher-claim-trust"
-    yield "experiments/2026-12-05-teacher-claim-trust.md", (
-        [row for p in sorted(trust.glob("*_vs_*.json")) for row in _outsider_rows(trust, p.stem)]
-        + [row for p in sorted(trust.glob("*_outsider.json")) for row in _outsider_rate_rows(trust, p.stem)]
-        + [_compare_cell(trust, p.stem) for p in sorted(trust.glob("*_cmp_*.json"))]
-        + [_ppo_cell(trust, p.stem) for p in sorted(trust.glob("*_ppo_s?.json"))]
-        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
-           for p in sorted(trust.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()]
-        + _teacher_challenge_figures(trust))
+    yield "experiments/2026-12-05-teacher-claim-trust.md", _variant_page_figures(trust) + _teacher_challenge_figures(trust)
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
-    yield "experiments/2026-12-05-bluffing-snapshots.md", (
-        [row for p in sorted(bluff.glob("*_outsider.json")) for row in _outsider_rate_rows(bluff, p.stem)]
-        + [row for p in sorted(bluff.glob("*_vs_*.json")) for row in _outsider_rows(bluff, p.stem)]
-        + [_compare_cell(bluff, p.stem) for p in sorted(bluff.glob("*_cmp_*.json"))]
-        + [_ppo_cell(bluff, p.stem) for p in sorted(bluff.glob("*_ppo_s?.json"))]
-        + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
-           for p in sorted(bluff.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+    yield "experiments/2026-12-05-bluffing-snapshots.md", _variant_page_figures(bluff)
+
+
+def _variant_page_figures(folder):
+    """A variant page's figures from the evaluations beside it: the outsider tables
+    (``*_vs_*``, and ``*_outsider`` with bluff and challenge rates), the pools
+    (``*_cmp_*``), the best responses (``*_ppo_s?``) and the scenario counts."""
+    return ([row for p in sorted(folder.glob("*_vs_*.json")) for row in _outsider_rows(folder, p.stem)]
+            + [row for p in sorted(folder.glob("*_outsider.json")) for row in _outsider_rate_rows(folder, p.stem)]
+            + [_compare_cell(folder, p.stem) for p in sorted(folder.glob("*_cmp_*.json"))]
+            + [_ppo_cell(folder, p.stem) for p in sorted(folder.glob("*_ppo_s?.json"))]
+            + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
+               for p in sorted(folder.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
 
 
 def _teacher_challenge_figures(folder):
