@@ -332,6 +332,9 @@ def _benchmark_figures():
     yield "experiments/2026-12-05-teacher-claim-trust.md", _variant_page_figures(trust) + _teacher_challenge_figures(trust)
     bluff = ROOT / "docs" / "experiments" / "2026-12-05-bluffing-snapshots"
     yield "experiments/2026-12-05-bluffing-snapshots.md", _variant_page_figures(bluff)
+    league_bluffing = ROOT / "docs" / "experiments" / "2026-12-05-league-bluffing"
+    yield "experiments/2026-12-05-league-bluffing.md", (_variant_page_figures(league_bluffing)
+                                                        + _bluff_bias_figures(league_bluffing))
 
 
 def _variant_page_figures(folder):
@@ -344,6 +347,19 @@ def _variant_page_figures(folder):
             + [_ppo_cell(folder, p.stem) for p in sorted(folder.glob("*_ppo_s?.json"))]
             + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
                for p in sorted(folder.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+
+
+def _bluff_bias_figures(folder):
+    """The bluff-bias table of docs/experiments/2026-12-05-league-bluffing.md, from its
+    ``bias_*.json`` files (`evals.outsider` with the four biased copies of one network)."""
+    rows = []
+    for name in ("self", "honest", "cautious", "belief_ev", "bluffer", "aggressive", "random"):
+        runs = list(json.loads((folder / f"bias_{name}.json").read_text()).values())
+        copies = runs[0]["copies"]
+        rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
+                    + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
+                    + f" | {runs[-1]['wins'] - runs[0]['wins']:+.3f} |")
+    return rows
 
 
 def _teacher_challenge_figures(folder):
