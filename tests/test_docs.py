@@ -350,11 +350,13 @@ def _variant_page_figures(folder):
 
 
 def _bluff_bias_figures(folder):
-    """The bluff-bias table of docs/experiments/2026-12-05-league-bluffing.md, from its
-    ``bias_*.json`` files (`evals.outsider` with the four biased copies of one network)."""
+    """The bluff-bias tables of docs/experiments/2026-12-05-league-bluffing.md, from its
+    ``bias_*.json`` and ``W22_bias_*.json`` files (`evals.outsider` with biased copies of one network)."""
+    tables = [f"bias_{name}" for name in ("self", "honest", "cautious", "belief_ev", "bluffer", "aggressive", "random")]
+    tables += [f"W22_bias_{name}" for name in ("self", "honest", "aggressive", "random")]
     rows = []
-    for name in ("self", "honest", "cautious", "belief_ev", "bluffer", "aggressive", "random"):
-        runs = list(json.loads((folder / f"bias_{name}.json").read_text()).values())
+    for table in tables:
+        runs = list(json.loads((folder / f"{table}.json").read_text()).values())
         copies = runs[0]["copies"]
         rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
                     + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
