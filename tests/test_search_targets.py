@@ -164,10 +164,10 @@ def test_the_rollout_mix_weighs_the_scripted_bots(setup):
     np.testing.assert_allclose(probs[0], probs[1], atol=1e-5)
     no_challengers = config_from_dict(dict(TINY, search_target_rollout_policy="scripted_mix",
                                            search_target_rollout_mix=[0, 1, 1, 0, 1]))
-    challenge = np.asarray(states.legal_action_mask[:, tables(4).challenge_id])
+    cid = tables(setup.env.num_players).challenge_id
+    challenge = np.asarray(states.legal_action_mask[:, cid])
     p_all = np.asarray(jax.nn.softmax(jax.vmap(resolve_policy("scripted_mix", setup.env))(keys, states), -1))
     p_few = np.asarray(jax.nn.softmax(jax.vmap(scripted_rollouts(setup.env, no_challengers))(keys, states), -1))
-    cid = tables(4).challenge_id
     assert challenge.sum() > 20 and p_few[challenge, cid].mean() < 0.5 * p_all[challenge, cid].mean()
 
 

@@ -1,11 +1,10 @@
 """Diagnostic of docs/experiments/2026-12-05-league-bluffing.md: how the recipe's teacher
 values a bluff, with its rollouts played by the scripted mix as configured (the five
 scripted bots at equal weights) and by the mix without the two that challenge at random
-(`aggressive`, `random`: ``search_target_rollout_mix``), on action decisions where a bluffed claim and an honest action
-are both legal, from random play (the teacher's own decisions) and from games of four
-copies of the network (the network's own positions).  It reads the hidden hands only to
-say which actions are bluffs, as `coupjax.policies.common.bluff_actions` does from the
-seat's own cards.
+(`aggressive` and `random` at weight 0 in ``search_target_rollout_mix``), on action
+decisions where a bluffed claim (`coupjax.policies.common.bluff_actions`: a role the seat
+does not hold) and an honest action are both legal, from random play (the teacher's own
+decisions) and from games of four copies of the network (the network's own positions).
 
     PYTHONPATH=. python docs/experiments/2026-12-05-league-bluffing/teacher_bluff_mix.py EXPORT OUT.json
 """
