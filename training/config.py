@@ -45,6 +45,7 @@ import yaml
 from coupjax.paths import CONFIG_DIR
 from coupjax.policies import PolicySpecError, policy_names
 from coupjax.policies.pools import CONDITIONS, MIX_NAMES, OPPONENTS
+from coupjax.policies.scripted import mix_weights
 from coupjax.policies.spec import describe_spec
 from coupjax.yaml_file import read_yaml
 
@@ -252,11 +253,10 @@ def _check_value(name: str, value, cls) -> Any:
         if name in ("policy_modules", "imitate") and not all(isinstance(x, str) for x in value):
             _fail(f"config key {name!r} must be a list of strings, got {list(value)!r}")
         if name == "search_target_rollout_mix":
-            numbers = all(isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) for w in value)
-            if not (numbers and len(value) == len(MIX_NAMES) and min(value) >= 0 and sum(value) > 0):
-                _fail(f"config key {name!r} must be {len(MIX_NAMES)} weights >= 0 with a positive sum, one per "
-                      f"bot of {', '.join(MIX_NAMES)}, got {list(value)!r}")
-            value = tuple(float(w) for w in value)
+            try:
+                value = mix_weights(value)
+            except ValueError as err:
+                _fail(f"config key {name!r} {err}")
         return value
     if isinstance(default, int):
         if isinstance(value, bool) or not isinstance(value, int):

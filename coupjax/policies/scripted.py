@@ -224,14 +224,28 @@ make_aggressive = _scripted_factory("aggressive")
 make_bluffer = _scripted_factory("bluffer")
 
 
+def mix_weights(weights) -> tuple[float, ...]:
+    """``weights`` of `make_scripted_mix` as floats, one per bot of `pools.MIX_NAMES`;
+    ValueError unless they are that many finite numbers >= 0 with a positive sum."""
+    if isinstance(weights, np.ndarray):
+        weights = weights.tolist()
+    numbers = isinstance(weights, (list, tuple)) and all(
+        isinstance(w, (int, float)) and not isinstance(w, bool) and np.isfinite(w) for w in weights)
+    if not (numbers and len(weights) == len(MIX_NAMES) and min(weights) >= 0 and sum(weights) > 0):
+        raise ValueError(f"must be {len(MIX_NAMES)} weights >= 0 with a positive sum, one per bot of "
+                         f"{', '.join(MIX_NAMES)}, got {list(weights) if isinstance(weights, tuple) else weights!r}")
+    return tuple(float(w) for w in weights)
+
+
 def make_scripted_mix(env, weights=(1.0, 1.0, 1.0, 1.0, 1.0)) -> Policy:
     """``scripted_mix``: at every decision the weighted average of the action
     distributions of the scripted bots `pools.MIX_NAMES` (default equal weights) -- a
     cheap model of an unknown opponent from the scripted pool, computed in one pass
     (`scripted_mixture`: it costs about one scripted bot)."""
-    w = np.asarray(weights, np.float64)
-    if w.shape != (len(MIX_NAMES),) or (w < 0).any() or w.sum() <= 0:
-        raise ValueError(f"weights: {len(MIX_NAMES)} non-negative numbers with a positive sum, got {weights}")
+    try:
+        w = np.asarray(mix_weights(weights), np.float64)
+    except ValueError as err:
+        raise ValueError(f"weights {err}") from None
     w = w / w.sum()
     assert MIX_NAMES[0] == "random"
     bots = [(float(wb), SCRIPTED_PARAMS[name]) for wb, name in zip(w[1:], MIX_NAMES[1:])]
