@@ -91,6 +91,15 @@ def _rates(c: dict) -> dict:
             "challenge_opportunities": c["challenge_opportunities"]}
 
 
+def outsider_seats(seed: int, n: int, games: int):
+    """(the outsider's seat int32[G], the runner's policy per seat int32[G, n]) of ``games``
+    tables of ``seed``: the outsider in a seat drawn per table, the copies elsewhere."""
+    outsider_seat = np.random.default_rng([int(seed), n, 2]).integers(0, n, games)
+    seats = np.full((games, n), COPY, np.int32)
+    seats[np.arange(games), outsider_seat] = OUTSIDER
+    return outsider_seat, seats
+
+
 def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk: int = 1000) -> dict:
     """The module doc's figures for ``spec`` in one seat against three ``opponents``."""
     n = env.num_players
@@ -104,10 +113,7 @@ def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk:
                                               aux=(jnp.zeros((keys.shape[0], 2), jnp.int32), new_stats(keys.shape[0], n)))
         return counts, stats, jax.vmap(board.placements)(final.state), final.state.terminated
 
-    rng = np.random.default_rng([int(seed), n, 2])
-    outsider_seat = rng.integers(0, n, games)
-    seats = np.full((games, n), COPY, np.int32)
-    seats[np.arange(games), outsider_seat] = OUTSIDER
+    outsider_seat, seats = outsider_seats(seed, n, games)
     keys = np.asarray(game_keys(seed, 0, games))
     size = bucket_size(min(chunk, games))
     counts, rank = np.zeros(2, np.int64), []  # rank: the outsider's place, 0 the winner

@@ -20,7 +20,7 @@ from coupjax.observation import parse
 from coupjax.policies import resolve_policy
 from coupjax.policies.common import bluff_actions
 from coupjax.seat_tables import INIT_STREAM, game_keys
-from evals.outsider import COPY, OUTSIDER
+from evals.outsider import OUTSIDER, outsider_seats
 
 GAMES, SEED = 500, 7
 
@@ -43,9 +43,7 @@ def split_tally(n):
 def run(env, spec, opponents):
     n = env.num_players
     players = rollout.Players(env, (resolve_policy(spec, env), resolve_policy(opponents, env)))
-    rng = np.random.default_rng([SEED, n, 2])  # evals.outsider's seats
-    seats = np.full((GAMES, n), COPY, np.int32)
-    seats[np.arange(GAMES), rng.integers(0, n, GAMES)] = OUTSIDER
+    _, seats = outsider_seats(SEED, n, GAMES)
     keys = game_keys(SEED, 0, GAMES)
 
     @jax.jit
