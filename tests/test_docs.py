@@ -354,18 +354,16 @@ def _bluff_bias_figures(folder):
     ``bias_*.json`` and ``W22_bias_*.json`` files (`evals.outsider` with biased copies of one network),
     its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_mix_head26.json``
     (`teacher_bluff_mix.py`)."""
-    tables = [f"bias_{name}" for name in ("self", "honest", "cautious", "belief_ev", "bluffer", "aggressive", "random")]
-    tables += [f"W22_bias_{name}" for name in ("self", "honest", "aggressive", "random")]
     rows = []
-    for table in tables:
-        runs = list(json.loads((folder / f"{table}.json").read_text()).values())
+    for path in sorted(folder.glob("*bias_*.json")):
+        runs = list(json.loads(path.read_text()).values())
         copies = runs[0]["copies"]
         rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
                     + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
                     + f" | {runs[-1]['wins'] - runs[0]['wins']:+.3f} |")
-    for where in json.loads((folder / "teacher_mix_head26.json").read_text())["rows"].values():
+    for path in sorted(folder.glob("teacher_mix_*.json")):
         rows += [f" | {v['teacher_bluff']:.3f} | {v['best_bluff_minus_best_honest']:+.3f} | {v['network_bluff']:.3f} |"
-                 for v in where.values()]
+                 for where in json.loads(path.read_text())["rows"].values() for v in where.values()]
     splits = [json.loads((folder / f"after_challenge_{net}.json").read_text())["opponents"] for net in ("head26", "W22")]
     for head, w in zip(*(s.values() for s in splits)):
         rows.append(" | ".join(f"{r[f'{when}_bluff_rate']:.3f} of {r[f'{when}_chances']:,}"
