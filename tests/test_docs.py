@@ -351,8 +351,8 @@ def _variant_page_figures(folder):
 
 def _bluff_bias_figures(folder):
     """The bluff-bias tables of docs/experiments/2026-12-05-league-bluffing.md, from its
-    ``bias_*.json`` and ``W22_bias_*.json`` files (`evals.outsider` with biased copies of one network),
-    its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_mix_head26.json``
+    ``*bias_*.json`` files (`evals.outsider` with biased copies of one network),
+    its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_mix_*.json``
     (`teacher_bluff_mix.py`)."""
     rows = []
     for path in sorted(folder.glob("*bias_*.json")):
