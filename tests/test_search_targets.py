@@ -9,15 +9,13 @@ import pytest
 
 from coupjax import rules
 from coupjax.game import board
-from coupjax.game.tables import tables
 from coupjax.networks import posterior_features
-from coupjax.policies import resolve_policy
 from coupjax.testing import check_policy, sample_positions
 from training.config import ConfigError, config_from_dict
 from training.league import masked_log_softmax
 from coupjax.observation import parse
 from training.search_targets import (SearchTargets, cross_entropy, facing_impossible_claim, make_search_targets,
-                                     RANDOM_DECISIONS, pick_decisions, random_positions, scripted_rollouts)
+                                     RANDOM_DECISIONS, pick_decisions, random_positions)
 from training.selfplay import make_train
 
 TINY = dict(algo="selfplay", seed=3, num_envs=8, rollout_steps=8, num_minibatches=2, num_epochs=1,
@@ -139,36 +137,6 @@ def test_a_chunk_with_search_targets_trains_and_reports_them(setup, share):
 def test_bad_search_target_settings_are_one_line_errors(key, value):
     with pytest.raises(ConfigError, match=key):
         config_from_dict(dict(TINY, **{key: value}))
-
-
-@pytest.mark.parametrize("mix, says", [([1, 1, 1, 1], "5 weights"), ([1, -1, 1, 1, 1], "5 weights"),
-                                       ([0, 0, 0, 0, 0], "positive sum"), (["a", 1, 1, 1, 1], "5 weights"),
-                                       ([0, 1, 1, 0, 1], "with 'network' the network plays")])
-def test_a_bad_rollout_mix_is_a_one_line_error(mix, says):
-    scripted = {} if "network" in says else {"search_target_rollout_policy": "scripted_mix"}
-    with pytest.raises(ConfigError, match=f"search_target_rollout_mix.*{says}"):
-        config_from_dict(dict(TINY, search_target_rollout_mix=mix, **scripted))
-
-
-def test_the_rollout_mix_weighs_the_scripted_bots(setup):
-    """Equal weights keep the registered ``scripted_mix`` (the teacher as it was); other
-    weights play that mix of the bots: all weight on ``honest`` is the honest bot."""
-    equal = config_from_dict(dict(TINY, search_target_rollout_policy="scripted_mix"))
-    assert scripted_rollouts(setup.env, equal) == "scripted_mix"
-    honest_only = config_from_dict(dict(TINY, search_target_rollout_policy="scripted_mix",
-                                        search_target_rollout_mix=[0, 1, 0, 0, 0]))
-    mixed, honest = scripted_rollouts(setup.env, honest_only), resolve_policy("honest", setup.env)
-    states = sample_positions(setup.env, 256, seed=9)
-    keys = jax.random.split(jax.random.PRNGKey(0), 256)
-    probs = [np.asarray(jax.nn.softmax(jax.vmap(p)(keys, states), -1)) for p in (mixed, honest)]
-    np.testing.assert_allclose(probs[0], probs[1], atol=1e-5)
-    no_challengers = config_from_dict(dict(TINY, search_target_rollout_policy="scripted_mix",
-                                           search_target_rollout_mix=[0, 1, 1, 0, 1]))
-    cid = tables(setup.env.num_players).challenge_id
-    challenge = np.asarray(states.legal_action_mask[:, cid])
-    p_all = np.asarray(jax.nn.softmax(jax.vmap(resolve_policy("scripted_mix", setup.env))(keys, states), -1))
-    p_few = np.asarray(jax.nn.softmax(jax.vmap(scripted_rollouts(setup.env, no_challengers))(keys, states), -1))
-    assert challenge.sum() > 20 and p_few[challenge, cid].mean() < 0.5 * p_all[challenge, cid].mean()
 
 
 def test_the_scripted_teacher_challenges_impossible_claims_where_it_is_sure(setup):

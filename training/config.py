@@ -44,8 +44,7 @@ import yaml
 
 from coupjax.paths import CONFIG_DIR
 from coupjax.policies import PolicySpecError, policy_names
-from coupjax.policies.pools import CONDITIONS, MIX_NAMES, OPPONENTS
-from coupjax.policies.scripted import mix_weights
+from coupjax.policies.pools import CONDITIONS, OPPONENTS
 from coupjax.policies.spec import describe_spec
 from coupjax.yaml_file import read_yaml
 
@@ -199,7 +198,6 @@ class SelfPlayConfig:
     # who plays the teacher's rollouts: the current network (scored by its value head at the cut), or the
     # scripted bots' mix as the registered search policies do (scored by the search's heuristic value)
     search_target_rollout_policy: str = key("network", ("network", "scripted_mix"))
-    search_target_rollout_mix: tuple = (1.0, 1.0, 1.0, 1.0, 1.0)  # scripted_mix's weights: random, honest, cautious, aggressive, bluffer
     search_target_margin: float = key(0.0, NONNEGATIVE)  # a decision counts only where its best value leads by this
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     search_target_impossible_share: float = key(0.0, UNIT)  # share of the random ones facing a claim ruled out
@@ -252,11 +250,6 @@ def _check_value(name: str, value, cls) -> Any:
             _fail(f"config key {name!r} must be a list of positive ints, got {list(value)!r}")
         if name in ("policy_modules", "imitate") and not all(isinstance(x, str) for x in value):
             _fail(f"config key {name!r} must be a list of strings, got {list(value)!r}")
-        if name == "search_target_rollout_mix":
-            try:
-                value = mix_weights(value)
-            except ValueError as err:
-                _fail(f"config key {name!r} {err}")
         return value
     if isinstance(default, int):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -337,9 +330,6 @@ def _check_cross(cfg) -> None:
         if cfg.policy_reads_belief and not cfg.belief_hidden_sizes:
             _fail("config key 'policy_reads_belief' needs a belief MLP of its own: belief_hidden_sizes must not "
                   "be [] (a head on the policy's torso cannot be the policy's input)")
-        if cfg.search_target_rollout_policy == "network" and len(set(cfg.search_target_rollout_mix)) > 1:
-            _fail("config key 'search_target_rollout_mix' weighs the scripted bots of search_target_rollout_policy "
-                  "'scripted_mix'; with 'network' the network plays the rollouts")
         if cfg.policy_reads_posterior and (cfg.policy_reads_belief or not cfg.belief_hidden_sizes):
             _fail("config key 'policy_reads_posterior' needs policy_reads_belief false and a belief MLP of its own "
                   "(belief_hidden_sizes not [])")
@@ -481,8 +471,6 @@ def _range_text(f) -> str:
         return "a policy pool"
     if isinstance(f.default, bool):
         return "true or false"
-    if f.name == "search_target_rollout_mix":
-        return f"{len(MIX_NAMES)} weights >= 0, positive sum"
     if isinstance(f.default, tuple):
         return "list of positive ints" if f.name.endswith("hidden_sizes") else "list of strings"
     return ""

@@ -23,10 +23,6 @@ so nothing hidden enters the target.
 bots' mix instead, as the registered search policies (``expected``) do, scored by the
 search's heuristic value: a teacher that does not share the network's blind spots (the
 network's own rollouts never challenge, so its search undervalues a challenge).
-``search_target_rollout_mix`` weighs the mix's bots (`coupjax.policies.pools.MIX_NAMES`):
-``aggressive`` and ``random`` challenge a third or more of the claims they may, whatever the
-claim, so at equal weights the teacher's worlds punish a bluff the network's own tables let
-pass (docs/experiments/2026-12-05-league-bluffing.md measures by how much).
 ``search_target_margin`` > 0 keeps only the decisions whose best action's value leads
 the next one's by that much: the teacher speaks where it is sure and leaves the close
 calls to PPO.
@@ -69,7 +65,6 @@ from flax import struct
 from coupjax import rules
 from coupjax.game.tables import tables
 from coupjax.observation import parse
-from coupjax.policies.scripted import make_scripted_mix
 from coupjax.search.policy import make_batched_decider
 from coupjax.search.selfplay_search import SELFPLAY_CONFIG, value_cut
 from coupjax.testing import position_player, trajectory_positions
@@ -146,13 +141,6 @@ def teacher_lanes(cfg) -> int:
                * int(cfg.search_target_rollouts_per_world) * MEAN_LEGAL_ACTIONS)
 
 
-def scripted_rollouts(env, cfg):
-    """The rollout policy of a ``scripted_mix`` teacher: the registered name at equal weights (as
-    the registered search policies play it), else the mix at ``search_target_rollout_mix``'s weights."""
-    weights = tuple(cfg.search_target_rollout_mix)
-    return "scripted_mix" if len(set(weights)) == 1 else make_scripted_mix(env, weights)
-
-
 def teacher(env, cfg, net: Callable, value: Callable):
     """The batched search that makes the targets (``decide(keys [M], states [M]) ->
     (log-probabilities [M, A], results)``): the regularised search of `SELFPLAY_CONFIG`
@@ -162,7 +150,7 @@ def teacher(env, cfg, net: Callable, value: Callable):
     for `evals.report.decision_benchmark`'s scoring of the teacher."""
     scripted = cfg.search_target_rollout_policy != "network"
     config = dataclasses.replace(
-        SELFPLAY_CONFIG, rollout_policy=scripted_rollouts(env, cfg) if scripted else net, prior_policy=net,
+        SELFPLAY_CONFIG, rollout_policy=cfg.search_target_rollout_policy if scripted else net, prior_policy=net,
         tau=cfg.search_target_tau, prior_uniform=cfg.search_target_prior_uniform,
         max_rollout_steps=cfg.search_target_rollout_steps,
         rollouts_per_world=int(cfg.search_target_rollouts_per_world),

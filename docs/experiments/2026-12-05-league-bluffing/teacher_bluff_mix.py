@@ -7,6 +7,9 @@ does not hold) and an honest action are both legal, from random play (the teache
 decisions) and from games of four copies of the network (the network's own positions).
 
     PYTHONPATH=. python docs/experiments/2026-12-05-league-bluffing/teacher_bluff_mix.py EXPORT OUT.json
+
+It runs at commits 13aaa97 to 40f830d: the config key it sets was deleted after variant V
+missed its thresholds (the page's "What V says").
 """
 import json
 import sys
