@@ -334,7 +334,8 @@ def _benchmark_figures():
     yield "experiments/2026-12-05-bluffing-snapshots.md", _variant_page_figures(bluff)
     league_bluffing = ROOT / "docs" / "experiments" / "2026-12-05-league-bluffing"
     yield "experiments/2026-12-05-league-bluffing.md", (_variant_page_figures(league_bluffing)
-                                                        + _bluff_bias_figures(league_bluffing))
+                                                        + _bluff_bias_figures(league_bluffing)
+                                                        + _challenge_bias_figures(league_bluffing))
 
 
 def _variant_page_figures(folder):
@@ -368,6 +369,25 @@ def _bluff_bias_figures(folder):
     for head, w in zip(*(s.values() for s in splits)):
         rows.append(" | ".join(f"{r[f'{when}_bluff_rate']:.3f} of {r[f'{when}_chances']:,}"
                                for r in (head, w) for when in ("before", "after")) + " |")
+    return rows
+
+
+def _challenge_bias_figures(folder):
+    """The challenge-bias tables of docs/experiments/2026-12-05-league-bluffing.md: a best
+    response against copies made to challenge more (``W22_br_s?_challenge_*.json``, one
+    `evals.outsider` run per bias) and the biased network as the outsider
+    (``W22_challenge_more_*.json``); the best responses retrained against those copies
+    (``W22c4_ppo_s?.json``) are among `_variant_page_figures`' best responses."""
+    def br(seed, spec):
+        run = next(iter(json.loads((folder / f"W22_br_s{seed}_challenge_{spec}.json").read_text()).values()))
+        return f"{run['copies']['challenge_rate']:.2f} | {run['wins']:.3f}"
+    rows = [f"| {spec[1:]} | {br(7, spec)} | {br(8, spec)} |" for spec in ("b0", "c1", "c2", "c4", "c8")]
+    for path in sorted(folder.glob("W22_challenge_more_*.json")):
+        runs = json.loads(path.read_text())
+        copies = runs["bluffbias:b0"]["copies"]
+        rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
+                    + " | ".join(f"{r['wins']:.3f} ({r['outsider']['challenge_rate']:.2f})" for r in runs.values())
+                    + f" | {runs['bluffbias:c4']['wins'] - runs['bluffbias:b0']['wins']:+.3f} |")
     return rows
 
 
