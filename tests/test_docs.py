@@ -353,8 +353,8 @@ def _variant_page_figures(folder):
 def _bluff_bias_figures(folder):
     """The bluff-bias tables of docs/experiments/2026-12-05-league-bluffing.md, from its
     ``*bias_*.json`` files (`evals.outsider` with biased copies of one network),
-    its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_mix_*.json``
-    (`teacher_bluff_mix.py`)."""
+    its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_*.json``
+    (`teacher_bluff_mix.py`, `teacher_prior.py`)."""
     rows = []
     for path in sorted(folder.glob("*bias_*.json")):
         runs = list(json.loads(path.read_text()).values())
@@ -362,7 +362,7 @@ def _bluff_bias_figures(folder):
         rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
                     + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
                     + f" | {runs[-1]['wins'] - runs[0]['wins']:+.3f} |")
-    for path in sorted(folder.glob("teacher_mix_*.json")):
+    for path in sorted(folder.glob("teacher_*.json")):
         rows += [f" | {v['teacher_bluff']:.3f} | {v['best_bluff_minus_best_honest']:+.3f} | {v['network_bluff']:.3f} |"
                  for where in json.loads(path.read_text())["rows"].values() for v in where.values()]
     splits = [json.loads((folder / f"after_challenge_{net}.json").read_text())["opponents"] for net in ("head26", "W22")]
