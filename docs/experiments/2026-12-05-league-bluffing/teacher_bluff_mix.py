@@ -65,21 +65,27 @@ def measure(decide, net, states, bluff):
             "network_bluff": float((netp * bluff).sum(1).mean())}
 
 
-if __name__ == "__main__":
-    export, out = sys.argv[1], sys.argv[2]
+def compare_teachers(export, out, teachers):
+    """Measure the recipe's teacher under each ``name -> config overrides`` of ``teachers``
+    on the same decisions (random play and the network's own games) and write the JSON."""
     env = Env()
     policy = load_policy(export, temperature=1.0, num_players=env.num_players)
     net = lambda k, s: jnp.where(s.legal_action_mask, policy(k, s), -jnp.inf)  # noqa: E731
     pools = {"random play": jax.jit(lambda k: trajectory_positions(env, k, 400, 40))(jax.random.PRNGKey(5)),
              "the network's own games": network_positions(env, load_policy(export, num_players=env.num_players),
                                                           8192, jax.random.PRNGKey(6))}
-    decided = {mix: jax.jit(teacher(env, load_config(config_file("recipe_cpu.yaml"), (f"search_target_rollout_mix={list(w)}",)),
-                                    net, None)) for mix, w in MIXES.items()}
+    decided = {name: jax.jit(teacher(env, load_config(config_file("recipe_cpu.yaml"), overrides), net, None))
+               for name, overrides in teachers.items()}
     rows = {}
     for where, pool in pools.items():
         states, bluff = pick(env, pool, 0)
-        rows[where] = {mix: measure(decide, net, states, bluff) for mix, decide in decided.items()}
+        rows[where] = {name: measure(decide, net, states, bluff) for name, decide in decided.items()}
     result = {"export": export, "decisions": DECISIONS, "rows": rows}
     print(json.dumps(result, indent=1))
     with open(out, "w") as f:
         json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    compare_teachers(sys.argv[1], sys.argv[2],
+                     {mix: (f"search_target_rollout_mix={list(w)}",) for mix, w in MIXES.items()})
