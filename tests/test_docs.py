@@ -336,6 +336,11 @@ def _benchmark_figures():
     yield "experiments/2026-12-05-league-bluffing.md", (_variant_page_figures(league_bluffing)
                                                         + _bluff_bias_figures(league_bluffing)
                                                         + _challenge_bias_figures(league_bluffing))
+    regularised = ROOT / "docs" / "experiments" / "2026-12-06-regularised-league"
+    yield "experiments/2026-12-06-regularised-league.md", (_variant_page_figures(regularised)
+                                                           + _bias_rows(regularised)
+                                                           + [_ppo_cell(regularised, "L22_dqn_s7")]
+                                                           + _target_choice_rows(regularised))
 
 
 def _variant_page_figures(folder):
@@ -355,13 +360,7 @@ def _bluff_bias_figures(folder):
     ``*bias_*.json`` files (`evals.outsider` with biased copies of one network),
     its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_*.json``
     (`teacher_bluff_mix.py`, `teacher_prior.py`)."""
-    rows = []
-    for path in sorted(folder.glob("*bias_*.json")):
-        runs = list(json.loads(path.read_text()).values())
-        copies = runs[0]["copies"]
-        rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
-                    + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
-                    + f" | {runs[-1]['wins'] - runs[0]['wins']:+.3f} |")
+    rows = _bias_rows(folder)
     for path in sorted(folder.glob("teacher_*.json")):
         rows += [f" | {v['teacher_bluff']:.3f} | {v['best_bluff_minus_best_honest']:+.3f} | {v['network_bluff']:.3f} |"
                  for where in json.loads(path.read_text())["rows"].values() for v in where.values()]
@@ -369,6 +368,35 @@ def _bluff_bias_figures(folder):
     for head, w in zip(*(s.values() for s in splits)):
         rows.append(" | ".join(f"{r[f'{when}_bluff_rate']:.3f} of {r[f'{when}_chances']:,}"
                                for r in (head, w) for when in ("before", "after")) + " |")
+    return rows
+
+
+def _bias_rows(folder):
+    """The rows of a bluff-bias table (``*bias_*.json``: `evals.outsider` with the
+    league-bluffing page's ``bluffbias.py`` copies of one network): the copies' rates, each
+    bias's wins and own bluff rate, the difference between the last bias and the first."""
+    rows = []
+    for path in sorted(folder.glob("*bias_*.json")):
+        runs = list(json.loads(path.read_text()).values())
+        copies = runs[0]["copies"]
+        rows.append(f" | {copies['bluff_rate']:.2f} / {copies['challenge_rate']:.2f} | "
+                    + " | ".join(f"{r['wins']:.3f} ({r['outsider']['bluff_rate']:.2f})" for r in runs)
+                    + f" | {runs[-1]['wins'] - runs[0]['wins']:+.3f} |")
+    return rows
+
+
+def _target_choice_rows(folder):
+    """docs/experiments/2026-12-06-regularised-league.md's table of whom the copies aim at,
+    from ``target_choice.json`` (its ``target_choice.py``): each pair's share aimed at the
+    outsider, in all and split by seat order, coins and claims made."""
+    def cell(x):
+        return f"{x['at_outsider']:.2f} ({x['actions']:,})"
+    rows = []
+    for run in json.loads((folder / "target_choice.json").read_text()).values():
+        if isinstance(run, dict):
+            cells = ([run["all"]] + [run["by_position"][k] for k in ("O next", "C next")]
+                     + [run[by][k] for by in ("by_coins", "by_claims_made") for k in ("O fewer", "equal", "O more")])
+            rows.append(" | " + " | ".join(cell(c) for c in cells) + " |")
     return rows
 
 
