@@ -513,7 +513,9 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
     """``RUN/export`` (seed ``export_seed``) and, with several seeds, ``RUN/exports/seed_K``:
     the policy (`coupjax.inference`, kind ``selfplay``; ``policy_reads_belief``: with the
     belief it reads), the belief MLP and the value MLP (``value_file``, which
-    `coupjax.search.selfplay_search` uses to score cut rollouts)."""
+    `coupjax.search.selfplay_search` uses to score cut rollouts).  ``seed_index`` in
+    policy.json is K, the index among the run's side-by-side seeds; the config's ``seed``
+    is in its ``config``."""
     from training import checkpoint
 
     cfg, env = setup.config, setup.env
@@ -538,7 +540,7 @@ def export(setup: SelfPlaySetup, rs: RunnerState, run_dir) -> Path:
         checkpoint.write_export(d, policy, kind="selfplay", num_players=env.num_players,
                        hidden_sizes=cfg.hidden_sizes, obs_dim=env.observation_shape[0], num_actions=env.num_actions,
                        temperature=cfg.export_temperature, config=config_to_dict(cfg),
-                       extra={"league": setup.league.names, "training_seed": seed, "belief_file": BELIEF_FILE,
+                       extra={"league": setup.league.names, "seed_index": seed, "belief_file": BELIEF_FILE,
                               "belief_hidden_sizes": list(belief_hidden), "value_file": VALUE_FILE,
                               "value_hidden_sizes": list(cfg.hidden_sizes), **reads}, run_dir=run_dir)
         (d / BELIEF_FILE).write_bytes(serialization.msgpack_serialize(belief))
