@@ -100,19 +100,30 @@ def outsider_seats(seed: int, n: int, games: int):
     return outsider_seat, seats
 
 
-def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk: int = 1000) -> dict:
-    """The module doc's figures for ``spec`` in one seat against three ``opponents``."""
-    n = env.num_players
+def outsider_runner(env, spec: str, opponents: str, tally, start, finish):
+    """A jitted ``run(keys [B], seats [B, n]) -> finish(final tables, aux)``: the tables of
+    ``keys`` (`coupjax.seat_tables.game_keys`) played by ``spec`` (policy `OUTSIDER`) and
+    ``opponents`` (`COPY`) at ``seats`` (`outsider_seats`), each step folded into
+    ``aux = start(B)`` by ``tally`` (`coupjax.rollout.play`'s); one runner for this
+    module's figures and for any other count over the same tables."""
     players = rollout.Players(env, (resolve_policy(spec, env), resolve_policy(opponents, env)))
-    tally = outsider_tally(n)
 
     @jax.jit
     def run(keys, seats):
         state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
-        final, (counts, stats) = rollout.play(players, state, keys, seats, tally=tally,
-                                              aux=(jnp.zeros((keys.shape[0], 2), jnp.int32), new_stats(keys.shape[0], n)))
-        return counts, stats, jax.vmap(board.placements)(final.state), final.state.terminated
+        final, aux = rollout.play(players, state, keys, seats, tally=tally, aux=start(keys.shape[0]))
+        return finish(final, aux)
 
+    return run
+
+
+def outsider_games(env, spec: str, opponents: str, games: int, seed: int, chunk: int = 1000) -> dict:
+    """The module doc's figures for ``spec`` in one seat against three ``opponents``."""
+    n = env.num_players
+    run = outsider_runner(env, spec, opponents, outsider_tally(n),
+                          start=lambda B: (jnp.zeros((B, 2), jnp.int32), new_stats(B, n)),
+                          finish=lambda final, aux: (*aux, jax.vmap(board.placements)(final.state),
+                                                     final.state.terminated))
     outsider_seat, seats = outsider_seats(seed, n, games)
     keys = np.asarray(game_keys(seed, 0, games))
     size = bucket_size(min(chunk, games))

@@ -22,13 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from coupjax import rollout, rules
+from coupjax import rules
 from coupjax.env import Env
 from coupjax.game import board
 from coupjax.game.tables import tables
-from coupjax.policies import resolve_policy
-from coupjax.seat_tables import INIT_STREAM, game_keys
-from evals.outsider import COPY, OUTSIDER, outsider_seats
+from coupjax.seat_tables import game_keys
+from evals.outsider import COPY, OUTSIDER, outsider_runner, outsider_seats
 
 SEED, GAMES = 7, 1000
 KINDS = ("coup", "assassinate", "steal")
@@ -48,6 +47,8 @@ def _blocker_claims(s, seat):
 
 
 def target_tally(n):
+    """A `coupjax.rollout.play` tally of int32 `SHAPE` counts: each copy's targeted main
+    action while three seats, the outsider's among them, are left, in its cell."""
     T = tables(n)
     offset, kind_of = jnp.asarray(T.target_offset), jnp.asarray(T.main_kind)
 
@@ -79,16 +80,10 @@ def target_tally(n):
 
 
 def choices(env, outsider_spec, copies_spec):
+    """The `SHAPE` counts of `evals.outsider`'s tables with ``outsider_spec`` in one seat."""
     n = env.num_players
-    players = rollout.Players(env, (resolve_policy(outsider_spec, env), resolve_policy(copies_spec, env)))
-    tally = target_tally(n)
-
-    @jax.jit
-    def run(keys, seats):
-        state = jax.vmap(lambda k: env.init(jax.random.fold_in(k, INIT_STREAM)))(keys)
-        _, counts = rollout.play(players, state, keys, seats, tally=tally, aux=jnp.zeros(SHAPE, jnp.int32))
-        return counts
-
+    run = outsider_runner(env, outsider_spec, copies_spec, target_tally(n),
+                          start=lambda B: jnp.zeros(SHAPE, jnp.int32), finish=lambda final, aux: aux)
     _, seats = outsider_seats(SEED, n, GAMES)
     keys = np.asarray(game_keys(SEED, 0, GAMES))
     return np.asarray(jax.device_get(run(jnp.asarray(keys), jnp.asarray(seats))))
