@@ -387,12 +387,12 @@ def _bias_rows(folder):
 
 def _target_choice_rows(folder):
     """docs/experiments/2026-12-06-regularised-league.md's table of whom the copies aim at,
-    from ``target_choice.json`` (its ``target_choice.py``): each pair's share aimed at the
+    from ``target_choice*.json`` (its ``target_choice.py``): each pair's share aimed at the
     outsider, in all and split by seat order, coins and claims made."""
     def cell(x):
         return f"{x['at_outsider']:.2f} ({x['actions']:,})"
     rows = []
-    for run in json.loads((folder / "target_choice.json").read_text()).values():
+    for run in (r for p in sorted(folder.glob("target_choice*.json")) for r in json.loads(p.read_text()).values()):
         if isinstance(run, dict):
             cells = ([run["all"]] + [run["by_position"][k] for k in ("O next", "C next")]
                      + [run[by][k] for by in ("by_coins", "by_claims_made") for k in ("O fewer", "equal", "O more")])
