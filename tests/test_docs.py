@@ -340,7 +340,8 @@ def _benchmark_figures():
     yield "experiments/2026-12-06-regularised-league.md", (_variant_page_figures(regularised)
                                                            + _bias_rows(regularised)
                                                            + [_ppo_cell(regularised, "L22_dqn_s7")]
-                                                           + _target_choice_rows(regularised))
+                                                           + _target_choice_rows(regularised)
+                                                           + _mixed_aim_rows(regularised))
 
 
 def _variant_page_figures(folder):
@@ -398,6 +399,17 @@ def _target_choice_rows(folder):
                      + [run[by][k] for by in ("by_coins", "by_claims_made") for k in ("O fewer", "equal", "O more")])
             rows.append(" | " + " | ".join(cell(c) for c in cells) + " |")
     return rows
+
+
+def _mixed_aim_rows(folder):
+    """The mixed-aim tables of docs/experiments/2026-12-06-regularised-league.md: best
+    responses against L's copies with a uniform aim (``L22_br_s?_mixed_aim.json``; the
+    retrained ones are among `_variant_page_figures`' outsider rows) and the pool's paired
+    comparison (``mixed_aim_pool_aggressive_heavy.json``, one comparison: no correction)."""
+    rows = [row for p in sorted(folder.glob("L22_br_s?_mixed_aim.json")) for row in _outsider_rate_rows(folder, p.stem)]
+    c = json.loads((folder / "mixed_aim_pool_aggressive_heavy.json").read_text())
+    return rows + [f"{c['win_rate_a']:.3f} vs {c['win_rate_b']:.3f}: {c['diff']:+.3f} "
+                   f"[{c['ci95_low']:+.3f}, {c['ci95_high']:+.3f}]"]
 
 
 def _challenge_bias_figures(folder):
