@@ -48,7 +48,8 @@ def _blocker_claims(s, seat):
 
 def target_tally(n):
     """A `coupjax.rollout.play` tally of int32 `SHAPE` counts: each copy's targeted main
-    action while three seats, the outsider's among them, are left, in its cell."""
+    action while three seats, the outsider's among them, are left, added to its cell (``one``
+    gives a game's cell and whether it counts)."""
     T = tables(n)
     offset, kind_of = jnp.asarray(T.target_offset), jnp.asarray(T.main_kind)
 
@@ -71,10 +72,11 @@ def target_tally(n):
         mcmp = jnp.sign(made[outsider] - made[other]) + 1
         c_next = (board.next_alive_after(s, me, me)[0] != outsider).astype(jnp.int32)
         at_c = (target != outsider).astype(jnp.int32)
-        return jnp.zeros(SHAPE, jnp.int32).at[k, hcmp, ccmp, claimed, mcmp, c_next, at_c].add(aimed.astype(jnp.int32))
+        return (k, hcmp, ccmp, claimed, mcmp, c_next, at_c), aimed.astype(jnp.int32)
 
     def tally(counts, tables_before, moved):
-        return counts + jax.vmap(one)(tables_before.state, tables_before.seats, moved.action, moved.served).sum(0)
+        cell, aimed = jax.vmap(one)(tables_before.state, tables_before.seats, moved.action, moved.served)
+        return counts.at[cell].add(aimed)  # one scatter of the batch's cells, not a SHAPE array per game
 
     return tally
 
