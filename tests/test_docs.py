@@ -342,6 +342,11 @@ def _benchmark_figures():
                                                            + [_ppo_cell(regularised, "L22_dqn_s7")]
                                                            + _target_choice_rows(regularised)
                                                            + _mixed_aim_rows(regularised))
+    retrained = ROOT / "docs" / "experiments" / "2026-12-06-exploiters-retrained"
+    yield "experiments/2026-12-06-exploiters-retrained.md", (_variant_page_figures(retrained)
+                                                             + _bias_rows(retrained)
+                                                             + [_ppo_cell(retrained, "Q22_dqn_s7")]
+                                                             + _exploiter_rows(retrained, "Q22"))
 
 
 def _variant_page_figures(folder):
@@ -354,6 +359,20 @@ def _variant_page_figures(folder):
             + [_ppo_cell(folder, p.stem) for p in sorted(folder.glob("*_ppo_s?.json"))]
             + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
                for p in sorted(folder.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
+
+
+def _exploiter_rows(folder, name):
+    """The exploiters' table of docs/experiments/2026-12-06-exploiters-retrained.md: each
+    exploiter's win rate per chunk (``NAME_exploiter_curves.json``) and the network's win
+    rate where it sat, in its first chunk and the last (``NAME_learner_summary.json``)."""
+    curves = json.loads((folder / f"{name}_exploiter_curves.json").read_text())
+    history = json.loads((folder / f"{name}_learner_summary.json").read_text())["history"]
+    rows = []
+    for exploiter, curve in curves.items():
+        sat = [h[k] for h in history if (k := f"league/win_rate_vs_{exploiter}/run/export") in h]
+        rows.append(f"| {exploiter.split('_')[1]} | " + " / ".join(f"{w:.3f}" for w in curve["win_rate_per_chunk"])
+                    + f" | {sat[0]:.3f}, {sat[-1]:.3f} |")
+    return rows
 
 
 def _bluff_bias_figures(folder):
