@@ -318,15 +318,6 @@ def _train_estimate(tc, est: dict) -> float:
     else:
         work = tc.num_chunks * tc.updates_per_chunk * tc.num_envs * tc.rollout_steps * tc.num_seeds
         secs = est["compile_seconds"] + work / est["selfplay_env_steps_per_second"]
-        from training.train import exploiter_cuts
-
-        cuts = exploiter_cuts(tc)
-        if cuts:  # each exploiter (a PPO best response) and the league's chunk compiled again
-            from training.best_response import ppo_best_response_config
-
-            br = ppo_best_response_config("random", 0, tc.exploiter_chunks, overrides=tc.exploiter_set)
-            secs += len(cuts) * (2 * est["compile_seconds"] + br.num_chunks * br.updates_per_chunk * br.num_envs
-                                 * br.rollout_steps / est["selfplay_env_steps_per_second"])
     return secs + (tc.eval_games / est["tables_per_second"] if tc.eval_games else 0.0)
 
 

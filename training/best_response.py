@@ -17,7 +17,7 @@ tries learners of other families:
   in rollouts where every seat plays the agent's own policy (greedy or at temperature
   1), i.e. a best response to that model of the opponents, one decision deep.
 
-The learners train through the one chunk driver (`training.train.train_best_response`).
+The learners train through the one chunk driver, `training.train.run_training` (`train`).
 """
 from __future__ import annotations
 
@@ -58,6 +58,21 @@ def ppo_best_response_config(spec: str, seed: int, budget: int | None = None, co
         d["num_chunks"] = int(budget)
     d["checkpoint_every"] = d["num_chunks"]
     return config_from_dict(d)
+
+
+def train(cfg, run_dir, setup=None) -> dict:
+    """Train the best response of ``cfg`` with `training.train.run_training` into
+    ``run_dir`` (a new directory: its export is ``run_dir/export``; the progress bar on
+    stderr, no W&B).  Returns ``train_seconds`` (chunks only), ``compile_seconds``,
+    ``train_win_rate`` (the last chunk's) and ``curve``: the win rate per chunk, against
+    the frozen copies as it explores, to show whether it stopped rising.  ``setup``: a
+    prebuilt ``make_train(cfg)`` (tests reuse compiles)."""
+    from training.train import run_training
+
+    summary = run_training(cfg, run_dir, use_wandb=False, setup=setup)
+    curve = [float(h["win_rate"]) for h in summary["history"]]
+    return {"train_seconds": summary["train_seconds"], "compile_seconds": summary["compile_seconds"],
+            "train_win_rate": curve[-1] if curve else None, "curve": curve}
 
 
 def opponent_model(env, spec: str, temperature: float):

@@ -202,11 +202,6 @@ class SelfPlayConfig:
     search_target_random_share: float = key(0.0, UNIT)  # share of them from random play (exploring starts)
     search_target_impossible_share: float = key(0.0, UNIT)  # share of the random ones facing a claim ruled out
     search_target_impossible_pool: int = key(128, POSITIVE)  # random positions played per such decision wanted
-    # --- exploiters: PPO best responses to the network that join its fixed pool part-way (training.train)
-    exploiter_at: tuple = ()  # when each trains, as shares of num_chunks in (0, 1); () = none
-    exploiter_chunks: int = key(6, POSITIVE)  # its training chunks (a PPO best response of configs/selfplay_cpu.yaml)
-    exploiter_weight: float = key(3.0, POSITIVE)  # its weight in the fixed pool, beside the weights of `opponents`
-    exploiter_set: tuple = ()  # KEY=VALUE overrides of the exploiter's config
     # --- loop, logging, checkpoints, export
     updates_per_chunk: int = key(10, POSITIVE)
     num_chunks: int = key(10, POSITIVE)
@@ -338,12 +333,6 @@ def _check_cross(cfg) -> None:
         if cfg.policy_reads_posterior and (cfg.policy_reads_belief or not cfg.belief_hidden_sizes):
             _fail("config key 'policy_reads_posterior' needs policy_reads_belief false and a belief MLP of its own "
                   "(belief_hidden_sizes not [])")
-        shares = cfg.exploiter_at
-        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < 1 for x in shares) \
-                or list(shares) != sorted(set(shares)):
-            _fail(f"config key 'exploiter_at' must list increasing shares of the run between 0 and 1, got {list(shares)}")
-        if any(not isinstance(x, str) or "=" not in x for x in cfg.exploiter_set):
-            _fail(f"config key 'exploiter_set' must list KEY=VALUE strings, got {list(cfg.exploiter_set)}")
     for key in ("opponents", "teachers"):
         if hasattr(cfg, key):
             resolve_pool(getattr(cfg, key), cfg.policy_modules, key)

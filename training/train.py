@@ -12,9 +12,7 @@ progress bar over chunks); every chunk logs its metrics to W&B and saves an Orba
 checkpoint every ``checkpoint_every`` chunks; ``--resume`` restores the latest one and
 continues with the identical next chunk.  At the end ``DIR/export/`` is written
 (`coupjax.inference.load_policy`), then an optional evaluation, and ``DIR/summary.json``
-(wall time, compile time, env steps per second, final metrics).  A self-play run with
-``exploiter_at`` pauses at those shares of its chunks to train a PPO best response to
-its network, which joins its pool for the rest of the run (`train_exploiter`).
+(wall time, compile time, env steps per second, final metrics).
 
 BC: collects games of the scripted teachers, fits, exports (``training.bc``).
 
@@ -29,7 +27,6 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -41,8 +38,7 @@ from coupjax.args import fail, rate, seconds
 from coupjax.console import console
 from coupjax.devices import use_host_cores
 from coupjax.policies.spec import describe_spec, locate
-from training.best_response import ppo_best_response_config
-from training.config import (BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config, replace,
+from training.config import (BCConfig, ConfigError, DQNConfig, SelfPlayConfig, config_to_dict, load_config,
                              resolve_pool)
 from training.runs import (RESUME_FREE_KEYS, RunDirError, check_run_dir, evaluate_run, init_wandb, log_metrics,
                            progress_bar, run_parser)
@@ -155,14 +151,10 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     primary = distributed.is_primary()  # of several processes, only process 0 writes files and logs
     if primary:  # the others checked before joining the job (`main`); now process 0 may be writing
         check_run_dir(run_dir, cfg_dict, resume)
-    cuts = exploiter_cuts(cfg)
-    if cuts and jax.process_count() > 1:
-        raise ConfigError("config key 'exploiter_at': exploiters train in a run of one process")
     ckpt_dir = run_dir / "checkpoints"
     make_train, export = _algorithm(cfg)
     saved = setup is None  # a caller's own setup (tests, a PSRO iteration) keeps its own compiles
-    league = league_with_exploiters(cfg, run_dir, (checkpoint.latest_step(ckpt_dir) or 0) if resume else 0)
-    setup = make_train(league) if setup is None or league is not cfg else setup
+    setup = make_train(cfg) if setup is None else setup
     notes = console(stderr=True)
     say = (lambda line: notes.print(line, markup=False, highlight=False)) if primary else (lambda line: None)
     if resume:
@@ -185,13 +177,8 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     wb = init_wandb(cfg, run_dir, use_wandb and primary, resume)
     no_bar, quiet = quiet or not primary, quiet and primary  # the other processes print nothing
 
-    stop = cfg.num_chunks if stop_after is None else min(cfg.num_chunks, done + stop_after)
-    exploiters = []
-    if done in cuts and done < stop and not exploiter_ready(run_dir, done):  # cut while its exploiter trained
-        exploiters.append(train_exploiter(cfg, setup, rs, export, run_dir, done, say))
-        setup = make_train(league_with_exploiters(cfg, run_dir, done))
     t0 = time.time()
-    chunk = compiled_chunk(setup, rs, say, saved)  # the one compiled function for every chunk (of a league)
+    chunk = compiled_chunk(setup, rs, say, saved)  # the one compiled function for every chunk
     compile_s = time.time() - t0
     distributed.barrier("compiled")  # several processes: all compiled before the next collective
     keys = PROGRESS_KEYS[cfg.algo]
@@ -200,6 +187,7 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     history = []
     with prog:
         prog.update(task, info=f"compiled in {compile_s:.0f}s")
+        stop = cfg.num_chunks if stop_after is None else min(cfg.num_chunks, done + stop_after)
         for c in range(done, stop):
             t1 = time.time()
             rs, m = chunk(rs)
@@ -213,25 +201,17 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
             log_metrics(wb, m, int(m["step"]))
             last = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()) for k, v in m.items()}
             history.append(last)  # action_hist too: the exploration ablation reads it per chunk
-            if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks or c + 1 in cuts:
+            if (c + 1) % cfg.checkpoint_every == 0 or c + 1 == cfg.num_chunks:
                 checkpoint.save_checkpoint(manager, c + 1, rs, cfg_dict)
             if quiet:
                 print(json.dumps({k: round(last[k], 4) for k in ("chunk", *keys, "env_steps_per_s", "chunk_seconds")}),
                       flush=True)
             prog.update(task, advance=1, info=" ".join(f"{k} {last[k]:.3f}" for k in keys[:3])
                         + f" {last['env_steps_per_s']:.0f} env steps/s")
-            if c + 1 in cuts and c + 1 < stop:  # the pool changes: the league's chunk is compiled anew
-                exploiters.append(train_exploiter(cfg, setup, rs, export, run_dir, c + 1, say))
-                setup = make_train(league_with_exploiters(cfg, run_dir, c + 1))
-                t1 = time.time()
-                chunk = compiled_chunk(setup, rs, say, saved)
-                compile_s += time.time() - t1
     summary = {"algo": cfg.algo, "chunks_done": stop, "compile_seconds": compile_s, "train_seconds": train_s,
                "env_steps": env_steps, "transitions": transitions,
                "env_steps_per_s": env_steps / max(train_s, 1e-9),
                "transitions_per_s": transitions / max(train_s, 1e-9), "final": last, "history": history}
-    if cuts:
-        summary["exploiters"] = exploiters  # those trained in this call (a resumed run's earlier ones are on disk)
     if stop == cfg.num_chunks and primary:
         export(setup, rs, run_dir)
         if cfg.eval_games > 0:
@@ -250,73 +230,6 @@ def run_training(cfg: DQNConfig | SelfPlayConfig, run_dir, resume: bool = False,
     manager.close()
     distributed.barrier("run written")  # the others wait for process 0's export, evaluation and summary
     return summary
-
-
-# ------------------------------------------------------------------ best responses and exploiters
-def train_best_response(cfg, run_dir, setup=None) -> dict:
-    """Train the best response of ``cfg`` with `training.train.run_training` into
-    ``run_dir`` (a new directory: its export is ``run_dir/export``; the progress bar on
-    stderr, no W&B).  Returns ``train_seconds`` (chunks only), ``compile_seconds``,
-    ``train_win_rate`` (the last chunk's) and ``curve``: the win rate per chunk, against
-    the frozen copies as it explores, to show whether it stopped rising.  ``setup``: a
-    prebuilt ``make_train(cfg)`` (tests reuse compiles)."""
-    summary = run_training(cfg, run_dir, use_wandb=False, setup=setup)
-    curve = [float(h["win_rate"]) for h in summary["history"]]
-    return {"train_seconds": summary["train_seconds"], "compile_seconds": summary["compile_seconds"],
-            "train_win_rate": curve[-1] if curve else None, "curve": curve}
-
-
-# A self-play run with ``exploiter_at`` pauses at each of those shares of its chunks; a PPO
-# best response (`training.best_response.ppo_best_response_config`) learns against three
-# frozen copies of the network as it is then, and joins the fixed pool for the rest of the
-# run, while the network goes on training (nothing restarts, unlike
-# `training.exploiter_league`'s passes).  The network meets a player who exploits it as it
-# was: the best response of docs/experiments/2026-12-05-bluffing-snapshots.md bluffs
-# where the copies never challenge, and keeps out of their way.
-def exploiter_cuts(cfg) -> list[int]:
-    """The chunks after which an exploiter trains: each share of ``exploiter_at`` of
-    ``num_chunks``, rounded, at least 1 and before the last chunk (none for DQN)."""
-    cuts = {min(max(1, round(x * cfg.num_chunks)), cfg.num_chunks - 1) for x in getattr(cfg, "exploiter_at", ())}
-    return sorted(c for c in cuts if c >= 1)
-
-
-def exploiter_dir(run_dir, cut: int) -> Path:
-    """Where the exploiter trained after chunk ``cut`` lives: ``target/export`` (the network
-    it learns against) and ``run`` (its own run directory)."""
-    return Path(run_dir) / f"exploiter_{cut}"
-
-
-def exploiter_ready(run_dir, cut: int) -> bool:
-    return (exploiter_dir(run_dir, cut) / "run" / "export" / "policy.json").is_file()
-
-
-def league_with_exploiters(cfg, run_dir, done: int):
-    """``cfg`` with every exploiter trained by chunk ``done`` in its fixed pool, each at
-    ``exploiter_weight`` beside the pool's own weights (``cfg`` itself if there is none)."""
-    ready = [exploiter_dir(run_dir, c) / "run" / "export" for c in exploiter_cuts(cfg)
-             if c <= done and exploiter_ready(run_dir, c)]
-    if not ready:
-        return cfg
-    pool = resolve_pool(cfg.opponents, cfg.policy_modules)
-    pool.update({str(p.resolve()): cfg.exploiter_weight for p in ready})
-    return replace(cfg, opponents=pool)
-
-
-def train_exploiter(cfg, setup, rs, export, run_dir, cut: int, say) -> dict:
-    """The exploiter of chunk ``cut``: the network of ``rs`` exported as its target, then a
-    PPO best response to it (seed ``1000 * seed + cut``, ``exploiter_chunks`` chunks,
-    ``exploiter_set``).  A cut one starts again.  Returns its record for the summary."""
-    t0 = time.time()
-    d = exploiter_dir(run_dir, cut)
-    export(setup, rs, d / "target")
-    br = ppo_best_response_config(str((d / "target" / "export").resolve()), 1000 * cfg.seed + cut,
-                                  cfg.exploiter_chunks, overrides=cfg.exploiter_set)
-    if (d / "run").exists():
-        shutil.rmtree(d / "run")
-    say(f"exploiter after chunk {cut}: a PPO best response to the network, {br.num_chunks} chunks")
-    summary = run_training(br, d / "run", use_wandb=False, quiet=True)
-    return {"after_chunk": cut, "seed": br.seed, "chunks": br.num_chunks,
-            "win_rate": summary["final"].get("win_rate"), "wall_seconds": time.time() - t0}
 
 
 # ------------------------------------------------------------------ CLI
