@@ -346,7 +346,8 @@ def _benchmark_figures():
     yield "experiments/2026-12-06-exploiters-retrained.md", (_variant_page_figures(retrained)
                                                              + _bias_rows(retrained)
                                                              + [_ppo_cell(retrained, "Q22_dqn_s7")]
-                                                             + _exploiter_rows(retrained, "Q22"))
+                                                             + _exploiter_rows(retrained, "Q22")
+                                                             + _curve_rows(retrained / "best_response_curves.json"))
 
 
 def _variant_page_figures(folder):
@@ -373,6 +374,13 @@ def _exploiter_rows(folder, name):
         rows.append(f"| {exploiter.split('_')[1]} | " + " / ".join(f"{w:.3f}" for w in curve["win_rate_per_chunk"])
                     + f" | {sat[0]:.3f}, {sat[-1]:.3f} |")
     return rows
+
+
+def _curve_rows(path):
+    """A table of training curves (``{label: {"win_rate_per_chunk": [...]}}``): one row
+    per label, its win rate at the end of each chunk."""
+    return [f"| {label} | " + " / ".join(f"{w:.3f}" for w in curve["win_rate_per_chunk"]) + " |"
+            for label, curve in json.loads(path.read_text()).items()]
 
 
 def _bluff_bias_figures(folder):
