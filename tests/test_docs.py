@@ -338,14 +338,10 @@ def _benchmark_figures():
                                                         + _challenge_bias_figures(league_bluffing))
     regularised = ROOT / "docs" / "experiments" / "2026-12-06-regularised-league"
     yield "experiments/2026-12-06-regularised-league.md", (_variant_page_figures(regularised)
-                                                           + _bias_rows(regularised)
-                                                           + [_ppo_cell(regularised, "L22_dqn_s7")]
                                                            + _target_choice_rows(regularised)
                                                            + _mixed_aim_rows(regularised))
     retrained = ROOT / "docs" / "experiments" / "2026-12-06-exploiters-retrained"
     yield "experiments/2026-12-06-exploiters-retrained.md", (_variant_page_figures(retrained)
-                                                             + _bias_rows(retrained)
-                                                             + [_ppo_cell(retrained, "Q22_dqn_s7")]
                                                              + _exploiter_rows(retrained, "Q22")
                                                              + _curve_rows(retrained / "best_response_curves.json"))
 
@@ -353,11 +349,14 @@ def _benchmark_figures():
 def _variant_page_figures(folder):
     """A variant page's figures from the evaluations beside it: the outsider tables
     (``*_vs_*``, and ``*_outsider`` with bluff and challenge rates), the pools
-    (``*_cmp_*``), the best responses (``*_ppo_s?``) and the scenario counts."""
+    (``*_cmp_*``), the best responses (``*_ppo_s?``, ``*_dqn_s?``), the bluff-bias tables
+    (`_bias_rows`) and the scenario counts."""
     return ([row for p in sorted(folder.glob("*_vs_*.json")) for row in _outsider_rows(folder, p.stem)]
             + [row for p in sorted(folder.glob("*_outsider.json")) for row in _outsider_rate_rows(folder, p.stem)]
             + [_compare_cell(folder, p.stem) for p in sorted(folder.glob("*_cmp_*.json"))]
             + [_ppo_cell(folder, p.stem) for p in sorted(folder.glob("*_ppo_s?.json"))]
+            + [_ppo_cell(folder, p.stem) for p in sorted(folder.glob("*_dqn_s?.json"))]
+            + _bias_rows(folder)
             + [f"sound move in {sum(v['hit'] for v in scored.values())} of 31"
                for p in sorted(folder.glob("*_scenarios.json")) for scored in json.loads(p.read_text()).values()])
 
@@ -384,11 +383,11 @@ def _curve_rows(path):
 
 
 def _bluff_bias_figures(folder):
-    """The bluff-bias tables of docs/experiments/2026-12-05-league-bluffing.md, from its
-    ``*bias_*.json`` files (`evals.outsider` with biased copies of one network),
-    its ``after_challenge_*.json`` (`bluff_after_challenge.py`) and ``teacher_*.json``
-    (`teacher_bluff_mix.py`, `teacher_prior.py`)."""
-    rows = _bias_rows(folder)
+    """The rest of docs/experiments/2026-12-05-league-bluffing.md's bluff tables (its
+    ``*bias_*.json`` tables are among `_variant_page_figures`'): its ``after_challenge_*.json``
+    (`bluff_after_challenge.py`) and ``teacher_*.json`` (`teacher_bluff_mix.py`,
+    `teacher_prior.py`)."""
+    rows = []
     for path in sorted(folder.glob("teacher_*.json")):
         rows += [f" | {v['teacher_bluff']:.3f} | {v['best_bluff_minus_best_honest']:+.3f} | {v['network_bluff']:.3f} |"
                  for where in json.loads(path.read_text())["rows"].values() for v in where.values()]
